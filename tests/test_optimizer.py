@@ -1,0 +1,148 @@
+import json
+
+import numpy as np
+import pytest
+
+from tuner import ALGORITHMS, Optimizer
+from tuner.gp import GaussianProcess, Hyperparameters, Posterior
+from tuner.kernels import SquaredExponential
+from tuner.maximize import maximize
+from tuner.problems import gp_sample_1d
+from tuner.simulator import Fixed, Poisson, RunTime, SimClock, simulate
+from tuner.space import SearchSpace
+
+MIXED = {
+    "lr": {"type": "float", "low": 1e-4, "high": 1.0, "log": True},
+    "width": {"type": "int", "low": 8, "high": 64},
+    "act": {"type": "categorical", "choices": ["relu", "tanh"]},
+}
+
+
+def mixed_objective(cfg):
+    return float(np.exp(-((np.log10(cfg["lr"]) + 2.0) ** 2)) * (0.7 + 0.3 * (cfg["act"] == "relu"))
+                 - 0.002 * abs(cfg["width"] - 40))
+
+
+def test_refinement_finds_the_known_argmax_of_a_smooth_function():
+    space = SearchSpace.from_dict({"a": {"type": "float", "low": 0, "high": 1},
+                                   "b": {"type": "float", "low": 0, "high": 1}})
+    h = lambda U: -((U[:, 0] - 0.3712) ** 2) - 2 * (U[:, 1] - 0.8123) ** 2
+    C = space.snap(np.random.default_rng(0).random((64, 2)))
+    x = maximize(h, C, space, smooth=True)
+    assert np.allclose(x, [0.3712, 0.8123], atol=2e-3)
+
+
+@pytest.mark.parametrize("algo", ["gp-ucb-sdf", "gp-ucb", "gp-ts-sdf", "asy-ts", "randgp-ucb"])
+def test_each_acquisition_picks_the_argmax_of_its_estimate(algo):
+    """On a finite domain with a posterior known by hand, the choice is the argmax of h_t."""
+    D = np.linspace(0, 1, 51)[:, None]
+    opt = Optimizer({"x": {"type": "float", "low": 0, "high": 1}}, algorithm=algo, domain=D,
+                    objective_bounds=(0, 1), window=100, n_initial=0, clock=SimClock(), seed=3,
+                    beta=0.5, b_y=0.0)
+    for x, v in [(0.1, 0.2), (0.5, 0.9), (0.9, 0.3)]:
+        opt.tell(opt.suggest(config={"x": x}).trial_id, v)
+    state = opt.rng.bit_generator.state
+    chosen = opt.suggest().config["x"]
+    gp = GaussianProcess(SquaredExponential(), Hyperparameters(1.0, np.array([0.2]), 1e-3))
+    gp.set_anchor(opt.domain)
+    gp.extend(np.array([[0.1], [0.5], [0.9]]))
+    post = Posterior(gp, np.array([0.2, 0.9, 0.3]), gp)
+    mean, var = post.predict(opt.domain)
+    if algo in ("gp-ucb-sdf", "gp-ucb"):
+        expect = D[np.argmax(mean + 0.5 * np.sqrt(var)), 0]
+    else:   # replay the optimizer's random draw
+        from tuner.acquisition import thompson_sample
+        rng = np.random.default_rng(0)
+        rng.bit_generator.state = state
+        if algo == "randgp-ucb":
+            vals = mean + rng.normal(0.0, 0.5) * np.sqrt(var)
+        else:
+            vals = thompson_sample(post, opt.domain, 0.5, rng)
+        expect = D[np.argmax(vals), 0]
+    assert chosen == pytest.approx(expect)
+
+
+@pytest.mark.parametrize("algo", ["gp-ucb-sdf", "gp-ts-sdf"])
+def test_finds_the_optimum_of_a_smooth_2d_function(algo):
+    space = {"a": {"type": "float", "low": 0, "high": 1}, "b": {"type": "float", "low": 0, "high": 1}}
+    f = lambda c: float(np.exp(-8 * ((c["a"] - 0.3) ** 2 + (c["b"] - 0.7) ** 2)))
+    opt = Optimizer(space, algorithm=algo, objective_bounds=(0, 1), window=10, seed=1)
+    res = simulate(opt, f, Fixed(2), n_trials=60, seed=1, f_opt=1.0)
+    assert res.simple_regret()[-1] < 0.01
+    rnd = simulate(Optimizer(space, algorithm="random", seed=1), f, Fixed(2), 60, seed=1, f_opt=1.0)
+    assert res.simple_regret()[-1] < rnd.simple_regret()[-1]
+
+
+@pytest.mark.parametrize("algo", sorted(ALGORITHMS))
+def test_save_load_round_trip_gives_the_identical_next_suggestion(algo, tmp_path):
+    clock = SimClock()
+    opt = Optimizer(MIXED, algorithm=algo, objective_bounds=(-0.2, 1.0), refit_every=5,
+                    window_unit="seconds", window="auto", clock=clock, seed=7)
+    res = simulate(opt, mixed_objective, RunTime(lambda c: 1 + c["width"] / 32), n_trials=37,
+                   workers=3, seed=2)
+    opt.fail(opt.running[0].trial_id, "killed")
+    path = tmp_path / "state.json"
+    opt.save(path)
+    assert json.loads(path.read_text())["version"] == 1
+    loaded = Optimizer.load(path, clock=opt.clock)   # simulate() installed its clock
+    assert loaded.gp_all.n == opt.gp_all.n and np.array_equal(loaded.gp_all.L, opt.gp_all.L)
+    for _ in range(3):
+        a, b = opt.suggest(), loaded.suggest()
+        assert a == b
+        opt.tell(a.trial_id, 0.5)
+        loaded.tell(b.trial_id, 0.5)
+
+
+def test_simulation_is_deterministic_per_seed_and_iteration_delays_are_exact():
+    fn = gp_sample_1d(n=200, seed=0)
+    runs = [simulate(Optimizer(fn.space, objective_bounds=(0, 1), window=20, domain=fn.grid[:, None],
+                               seed=4), fn, Poisson(5), 80, seed=9, f_opt=fn.f_opt) for _ in range(2)]
+    assert runs[0].configs == runs[1].configs
+    assert np.array_equal(runs[0].simple_regret(), runs[1].simple_regret(), equal_nan=True)
+    opt = runs[0].optimizer
+    for tr in opt.trials:
+        if tr.status == "COMPLETED":
+            assert tr.delay("iterations") == pytest.approx(runs[0].finish[tr.trial_id] - tr.start_index - 0.5)
+
+
+def test_workers_are_kept_busy():
+    opt = Optimizer(MIXED, algorithm="random", seed=0)
+    res = simulate(opt, mixed_objective, RunTime(lambda c: 2.0), n_trials=40, workers=4, seed=0)
+    # at any start time no more than 4 trials are running, and a free worker never waits
+    for t in res.start:
+        running = np.sum((res.start <= t) & (res.finish > t))
+        assert running <= 4
+    assert max(tr.pending_at_suggest for tr in opt.trials) == 3
+
+
+@pytest.mark.parametrize("kw, words", [
+    ({"algorithm": "gp-foo"}, ["algorithm", "gp-ucb-sdf"]),
+    ({"mode": "maximize"}, ["mode", "'max'", "'min'"]),
+    ({"window_unit": "minutes"}, ["window.unit", "iterations", "seconds"]),
+    ({"window": -3}, ["window.size", "positive"]),
+    ({"objective_bounds": (1.0, 0.0)}, ["objective_bounds", "low < high"]),
+    ({"kernel": "rbf"}, ["kernel", "matern52", "se"]),
+    ({"beta_schedule": "fast"}, ["beta_schedule", "constant"]),
+    ({"refit_every": 0}, ["refit_every", "positive"]),
+    ({"windw": 3}, ["unknown", "windw"]),
+])
+def test_bad_settings_name_the_field_and_allowed_values(kw, words):
+    with pytest.raises(ValueError) as err:
+        Optimizer(MIXED, **kw)
+    for w in words:
+        assert w in str(err.value)
+
+
+def test_bad_tells_are_clear():
+    opt = Optimizer(MIXED, seed=0)
+    s = opt.suggest()
+    with pytest.raises(KeyError, match="unknown trial_id 99"):
+        opt.tell(99, 1.0)
+    opt.tell(s.trial_id, 0.3)
+    with pytest.raises(ValueError, match="already COMPLETED"):
+        opt.tell(s.trial_id, 0.3)
+    s2 = opt.suggest()
+    opt.tell(s2.trial_id, float("nan"))
+    assert opt.trials[s2.trial_id].status == "FAILED"
+    with pytest.raises(ValueError, match="not an optimizer state"):
+        Optimizer.from_state({"format": "something"})

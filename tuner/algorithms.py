@@ -1,0 +1,60 @@
+"""The algorithms, as compositions of three switches over one GP and one censoring mechanism.
+
+=================  ==========  ============  =========================================
+name               estimate    pending       paper
+=================  ==========  ============  =========================================
+gp-ucb-sdf         ucb         censor + nu   001 §3.2 eq. 2 (GP-UCB-SDF)
+gp-ts-sdf          ts          censor + nu   001 §3.2 eq. 3 (GP-TS-SDF)
+randgp-ucb         rand        censor + nu   003 Def. 2 (RandGP-UCB), on censored feedback
+gp-ucb             ucb         ignore        002 (GP-UCB), baseline of 001 §6
+gp-bucb            ucb         hallucinate   Desautels et al. 2014, baseline of 001 §6
+gp-bts             ts          hallucinate   Chowdhury & Gopalan 2019, baseline of 001 §6
+asy-ts             ts          ignore        Kandasamy et al. 2018, baseline of 001 §6
+random             random      -             random search
+=================  ==========  ============  =========================================
+
+"censor + nu": pending trials enter the GP at the objective's minimum and the exploration
+weight gets the delay term of eq. 2; the baselines use nu_t = beta_t.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+ESTIMATES = ("ucb", "ts", "rand", "random")
+PENDING = ("censor", "ignore", "hallucinate")
+
+
+@dataclass(frozen=True)
+class Algorithm:
+    name: str
+    estimate: str
+    pending: str
+    delay_bonus: bool
+
+    @property
+    def smooth(self) -> bool:
+        """Deterministic in x given the posterior, so L-BFGS-B refinement applies."""
+        return self.estimate in ("ucb", "rand")
+
+
+ALGORITHMS: dict[str, Algorithm] = {
+    a.name: a
+    for a in (
+        Algorithm("gp-ucb-sdf", "ucb", "censor", True),
+        Algorithm("gp-ts-sdf", "ts", "censor", True),
+        Algorithm("randgp-ucb", "rand", "censor", True),
+        Algorithm("gp-ucb", "ucb", "ignore", False),
+        Algorithm("gp-bucb", "ucb", "hallucinate", False),
+        Algorithm("gp-bts", "ts", "hallucinate", False),
+        Algorithm("asy-ts", "ts", "ignore", False),
+        Algorithm("random", "random", "ignore", False),
+    )
+}
+
+
+def get_algorithm(name: str) -> Algorithm:
+    key = name.lower().replace("_", "-")
+    if key not in ALGORITHMS:
+        raise ValueError(f"algorithm must be one of {sorted(ALGORITHMS)} (got {name!r})")
+    return ALGORITHMS[key]

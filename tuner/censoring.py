@@ -1,0 +1,117 @@
+"""Trials and censored feedback (paper 001 §3.1 eq. 1; time-based variant App. A.4).
+
+Target of trial s when query t is chosen at time tau_bar (targets normalized so y_min -> 0):
+    y~_{s,t} = y_s   if s finished and d_s <= min(m, t - s)        (iterations)
+    y~_{s,t} = y_s   if s finished and d_s <= min(m, tau_bar - tau_s) (seconds)
+    y~_{s,t} = 0     otherwise: pending, failed, or finished too late (censored for good).
+Delay in iterations d_s = number of queries started after s and before its result arrived, so a
+result that arrives before the next query has d_s = 0.  Since a result is only known once it
+has arrived, "finished and d_s <= m" is the whole test; the min(., t - s) part is implied.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+import numpy as np
+
+RUNNING, COMPLETED, FAILED = "RUNNING", "COMPLETED", "FAILED"
+UNITS = ("iterations", "seconds")
+
+
+@dataclass
+class Trial:
+    """One started evaluation and everything the optimizer knows about it."""
+
+    trial_id: int
+    config: dict[str, Any]
+    x: np.ndarray
+    start_time: float
+    start_index: int
+    pending_at_suggest: int = 0
+    status: str = RUNNING
+    value: float | None = None
+    metrics: dict[str, float] = field(default_factory=dict)
+    finish_time: float | None = None
+    finish_index: int | None = None
+    reason: str | None = None
+
+    def delay(self, unit: str) -> float | None:
+        """d_s in ``unit``; None while the result has not arrived."""
+        if self.status == RUNNING or self.finish_time is None or self.finish_index is None:
+            return None
+        if unit == "iterations":
+            return float(self.finish_index - self.start_index - 1)
+        return float(self.finish_time - self.start_time)
+
+    def age(self, unit: str, now: float, t: int) -> float:
+        """tau_bar - tau_s (seconds) or t - s (iterations) when query ``t`` is chosen."""
+        return float(t - self.start_index) if unit == "iterations" else float(now - self.start_time)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"trial_id": self.trial_id, "config": self.config, "x": [float(v) for v in self.x],
+                "start_time": self.start_time, "start_index": self.start_index,
+                "pending_at_suggest": self.pending_at_suggest, "status": self.status,
+                "value": self.value, "metrics": self.metrics, "finish_time": self.finish_time,
+                "finish_index": self.finish_index, "reason": self.reason}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Trial":
+        d = dict(d)
+        d["x"] = np.asarray(d["x"], dtype=float)
+        return cls(**d)
+
+
+@dataclass
+class Window:
+    """Censoring window m: a number of iterations or seconds, or "auto" (2 x mean delay).
+
+    "auto" follows paper 001 §6 (m = 2 mu).  The mean delay is estimated over all started
+    trials, counting a still-running trial at its current age: a lower bound that, unlike the
+    mean over finished trials only, is not biased towards the fast ones.  Before any trial has
+    started, or while every age is zero, the window is unbounded.
+    """
+
+    unit: str = "iterations"
+    size: float | str = "auto"
+
+    def __post_init__(self) -> None:
+        if self.unit not in UNITS:
+            raise ValueError(f"window.unit must be one of {list(UNITS)} (got {self.unit!r})")
+        if isinstance(self.size, str):
+            if self.size != "auto":
+                raise ValueError(f"window.size must be a positive number or 'auto' (got {self.size!r})")
+        elif not (isinstance(self.size, (int, float)) and self.size > 0):
+            raise ValueError(f"window.size must be a positive number or 'auto' (got {self.size!r})")
+
+    def resolve(self, trials: Iterable[Trial], now: float, t: int) -> float:
+        """The window m in force when query ``t`` is chosen at time ``now``."""
+        if self.size != "auto":
+            return float(self.size)
+        delays = []
+        for tr in trials:
+            d = tr.delay(self.unit)
+            delays.append(d if d is not None else tr.age(self.unit, now, t))
+        mean = float(np.mean(delays)) if delays else 0.0
+        return 2.0 * mean if mean > 0 else math.inf
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"unit": self.unit, "size": self.size}
+
+
+def usable(trial: Trial, m: float, unit: str) -> bool:
+    """Finished with a delay inside the window: its value enters the GP uncensored."""
+    d = trial.delay(unit)
+    return trial.status == COMPLETED and d is not None and d <= m
+
+
+def pending_in_window(trial: Trial, m: float, unit: str, now: float, t: int) -> bool:
+    """Still running and young enough that its result may yet count (the sum in eq. 2)."""
+    return trial.status == RUNNING and trial.age(unit, now, t) <= m
+
+
+def in_last_window(trial: Trial, m: float, unit: str, now: float, t: int) -> bool:
+    """Among the last m queries (s in [t - m, t - 1]): the literal index set of eq. 2."""
+    return trial.age(unit, now, t) <= m

@@ -1,0 +1,74 @@
+"""Stationary ARD kernels: k(x, x') = a * rho(r), r^2 = sum_j ((x_j - x'_j) / l_j)^2.
+
+Each kernel gives ``rho(r2)`` and ``drho(r2)`` with
+``d k / d log l_j = a * drho(r2) * ((x_j - x'_j) / l_j)^2``, which is all the marginal
+likelihood gradient needs (Rasmussen & Williams 2006, eq. 5.9).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+_SQRT5 = np.sqrt(5.0)
+
+
+def scaled_sqdist(X1: np.ndarray, X2: np.ndarray, lengthscales: np.ndarray) -> np.ndarray:
+    """Squared distances between rows of X1 and X2 after dividing by the lengthscales."""
+    A = X1 / lengthscales
+    B = X2 / lengthscales
+    d2 = (A * A).sum(1)[:, None] + (B * B).sum(1)[None, :] - 2.0 * A @ B.T
+    return np.maximum(d2, 0.0)
+
+
+class Kernel:
+    """Base class of stationary ARD kernels (amplitude times a correlation function)."""
+
+    name = "kernel"
+
+    def rho(self, r2: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def drho(self, r2: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def __call__(self, X1: np.ndarray, X2: np.ndarray, amplitude: float,
+                 lengthscales: np.ndarray) -> np.ndarray:
+        return amplitude * self.rho(scaled_sqdist(X1, X2, lengthscales))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+
+class SquaredExponential(Kernel):
+    """SE kernel rho(r) = exp(-r^2 / 2) (paper 001 App. C: SE for all experiments)."""
+
+    name = "se"
+
+    def rho(self, r2: np.ndarray) -> np.ndarray:
+        return np.exp(-0.5 * r2)
+
+    def drho(self, r2: np.ndarray) -> np.ndarray:
+        return np.exp(-0.5 * r2)
+
+
+class Matern52(Kernel):
+    """Matern-5/2 kernel rho(r) = (1 + sqrt5 r + 5 r^2 / 3) exp(-sqrt5 r)."""
+
+    name = "matern52"
+
+    def rho(self, r2: np.ndarray) -> np.ndarray:
+        r = np.sqrt(r2)
+        return (1.0 + _SQRT5 * r + 5.0 / 3.0 * r2) * np.exp(-_SQRT5 * r)
+
+    def drho(self, r2: np.ndarray) -> np.ndarray:
+        r = np.sqrt(r2)
+        return 5.0 / 3.0 * (1.0 + _SQRT5 * r) * np.exp(-_SQRT5 * r)
+
+
+KERNELS: dict[str, type[Kernel]] = {"se": SquaredExponential, "matern52": Matern52}
+
+
+def make_kernel(name: str) -> Kernel:
+    if name not in KERNELS:
+        raise ValueError(f"kernel must be one of {sorted(KERNELS)} (got {name!r})")
+    return KERNELS[name]()

@@ -1,0 +1,77 @@
+"""Maximizing an estimate h_t over a search space.
+
+Candidates: a scrambled Sobol set (scipy.stats.qmc), Gaussian perturbations of the incumbents,
+or, for a finite domain, the domain itself; every candidate is snapped to a valid configuration.
+Smooth estimates (UCB-type) are then refined by L-BFGS-B (scipy) from the best candidates on the
+continuous relaxation of the unit cube, with forward-difference gradients evaluated as one batch
+(one triangular solve for all d + 1 points), and the refined point is snapped again.  Thompson
+samples exist only on the candidate set, so they are maximized there.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.optimize import minimize
+from scipy.stats import qmc
+
+from .acquisition import EstimateFn
+from .space import SearchSpace
+
+
+def candidate_set(space: SearchSpace, rng: np.random.Generator, n_sobol: int,
+                  incumbents: np.ndarray | None = None, n_local: int = 0,
+                  scale: float = 0.05, domain: np.ndarray | None = None) -> np.ndarray:
+    """Candidate inputs: ``domain`` if given (finite problems), else Sobol + local perturbations."""
+    if domain is not None:
+        return domain
+    # An integer seed, not the Generator: scipy spawns child generators from the seed sequence,
+    # which the saved bit-generator state does not capture (a loaded optimizer would diverge).
+    seed = int(rng.integers(2 ** 63))
+    sobol = qmc.Sobol(space.dim, scramble=True, seed=seed).random(n_sobol)
+    parts = [sobol]
+    if incumbents is not None and len(incumbents) and n_local:
+        reps = int(np.ceil(n_local / len(incumbents)))
+        base = np.repeat(incumbents, reps, axis=0)[:n_local]
+        parts.append(np.clip(base + scale * rng.standard_normal(base.shape), 0.0, 1.0))
+    return space.snap(np.vstack(parts))
+
+
+def refine(h: EstimateFn, starts: np.ndarray, step: float = 1e-5,
+           maxiter: int = 30) -> tuple[np.ndarray, float]:
+    """L-BFGS-B on [0, 1]^D from each start, maximizing h; returns the best (x, h(x))."""
+    dim = starts.shape[1]
+    eye = step * np.eye(dim)
+
+    def neg(x: np.ndarray) -> tuple[float, np.ndarray]:
+        pts = np.vstack([x, np.clip(x + eye, 0.0, 1.0)])
+        vals = h(pts)
+        dx = pts[1:] - x
+        grad = (vals[1:] - vals[0]) / np.where(np.abs(dx.sum(1)) > 0, dx.sum(1), step)
+        return -float(vals[0]), -grad
+
+    best_x, best_v = starts[0], -np.inf
+    for x0 in starts:
+        res = minimize(neg, x0, jac=True, method="L-BFGS-B", bounds=[(0.0, 1.0)] * dim,
+                       options={"maxiter": maxiter})
+        if -res.fun > best_v:
+            best_x, best_v = res.x, -float(res.fun)
+    return best_x, best_v
+
+
+def argmax(values: np.ndarray) -> int:
+    """Index of the largest finite value (first one on ties)."""
+    v = np.where(np.isfinite(values), values, -np.inf)
+    return int(np.argmax(v))
+
+
+def maximize(h: EstimateFn, C: np.ndarray, space: SearchSpace, smooth: bool,
+             n_starts: int = 3) -> np.ndarray:
+    """Best snapped input for ``h`` over candidates ``C`` (+ L-BFGS-B refinement if smooth)."""
+    vals = h(C)
+    best = argmax(vals)
+    if not smooth or n_starts <= 0:
+        return C[best]
+    order = np.argsort(-np.where(np.isfinite(vals), vals, -np.inf))[:n_starts]
+    x, _ = refine(h, C[order])
+    x_snapped = space.snap(x)[0]
+    return x_snapped if h(x_snapped[None, :])[0] >= vals[best] else C[best]

@@ -1,0 +1,276 @@
+"""Search spaces: float (linear/log, optionally quantized), int, categorical.
+
+Every parameter maps to one or more coordinates of the unit cube: floats and ints to one
+(log-scaled when ``log``), categoricals to a one-hot block.  ``decode`` rounds back to a valid
+configuration (ints and quantized floats rounded, categoricals by argmax of their block) and
+``snap`` = ``encode(decode(u))`` projects any point of the cube onto the valid ones, so the
+GP only ever sees inputs a trial can really have.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+
+class SpaceError(ValueError):
+    """A search-space definition that breaks a rule; the message names the parameter."""
+
+
+@dataclass(frozen=True)
+class Float:
+    low: float
+    high: float
+    log: bool = False
+    q: float | None = None
+
+    kind = "float"
+
+    def validate(self, name: str) -> None:
+        if not (math.isfinite(self.low) and math.isfinite(self.high)):
+            raise SpaceError(f"parameter '{name}': low and high must be finite numbers")
+        if self.low >= self.high:
+            raise SpaceError(f"parameter '{name}': low ({self.low}) must be < high ({self.high})")
+        if self.log and self.low <= 0:
+            raise SpaceError(f"parameter '{name}': log scale needs low > 0 (got low={self.low})")
+        if self.q is not None and not self.q > 0:
+            raise SpaceError(f"parameter '{name}': q must be > 0 (got {self.q})")
+
+    @property
+    def width(self) -> int:
+        return 1
+
+    def _fwd(self, v: float) -> float:
+        return math.log(v) if self.log else v
+
+    def encode(self, value: Any) -> list[float]:
+        lo, hi = self._fwd(self.low), self._fwd(self.high)
+        v = min(max(float(value), self.low), self.high)
+        return [(self._fwd(v) - lo) / (hi - lo)]
+
+    def decode(self, u: Sequence[float]) -> float:
+        lo, hi = self._fwd(self.low), self._fwd(self.high)
+        z = lo + float(np.clip(u[0], 0.0, 1.0)) * (hi - lo)
+        v = math.exp(z) if self.log else z
+        if self.q is not None:
+            v = round(v / self.q) * self.q
+        return float(min(max(v, self.low), self.high))
+
+    def snap(self, B: np.ndarray) -> np.ndarray:
+        if self.q is None:
+            return np.clip(B, 0.0, 1.0)
+        lo, hi = self._fwd(self.low), self._fwd(self.high)
+        z = lo + np.clip(B, 0.0, 1.0) * (hi - lo)
+        v = np.exp(z) if self.log else z
+        v = np.clip(np.round(v / self.q) * self.q, self.low, self.high)
+        z = np.log(v) if self.log else v
+        return (z - lo) / (hi - lo)
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"type": "float", "low": self.low, "high": self.high, "log": self.log}
+        if self.q is not None:
+            d["q"] = self.q
+        return d
+
+
+@dataclass(frozen=True)
+class Int:
+    low: int
+    high: int
+    log: bool = False
+    q: int = 1
+
+    kind = "int"
+
+    def validate(self, name: str) -> None:
+        if self.low >= self.high:
+            raise SpaceError(f"parameter '{name}': low ({self.low}) must be < high ({self.high})")
+        if self.log and self.low <= 0:
+            raise SpaceError(f"parameter '{name}': log scale needs low > 0 (got low={self.low})")
+        if self.q < 1:
+            raise SpaceError(f"parameter '{name}': q must be a positive integer (got {self.q})")
+
+    @property
+    def width(self) -> int:
+        return 1
+
+    def _round(self, v: np.ndarray | float) -> np.ndarray:
+        return np.clip(np.round(np.asarray(v) / self.q) * self.q, self.low, self.high)
+
+    def _bounds(self) -> tuple[float, float]:
+        # Widen by half a step so every integer owns an equal share of [0, 1].
+        lo, hi = self.low - 0.4999, self.high + 0.4999
+        if self.log:
+            lo, hi = math.log(max(lo, 1e-12)), math.log(hi)
+        return lo, hi
+
+    def encode(self, value: Any) -> list[float]:
+        lo, hi = self._bounds()
+        v = min(max(int(value), self.low), self.high)
+        z = math.log(v) if self.log else v
+        return [(z - lo) / (hi - lo)]
+
+    def decode(self, u: Sequence[float]) -> int:
+        lo, hi = self._bounds()
+        z = lo + float(np.clip(u[0], 0.0, 1.0)) * (hi - lo)
+        return int(self._round(math.exp(z) if self.log else z))
+
+    def snap(self, B: np.ndarray) -> np.ndarray:
+        lo, hi = self._bounds()
+        z = lo + np.clip(B, 0.0, 1.0) * (hi - lo)
+        v = self._round(np.exp(z) if self.log else z)
+        z = np.log(v) if self.log else v
+        return (z - lo) / (hi - lo)
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"type": "int", "low": self.low, "high": self.high, "log": self.log}
+        if self.q != 1:
+            d["q"] = self.q
+        return d
+
+
+@dataclass(frozen=True)
+class Categorical:
+    choices: tuple[Any, ...]
+
+    kind = "categorical"
+
+    def validate(self, name: str) -> None:
+        if len(self.choices) == 0:
+            raise SpaceError(f"parameter '{name}': choices must not be empty")
+        if len(set(map(repr, self.choices))) != len(self.choices):
+            raise SpaceError(f"parameter '{name}': choices must be distinct (got {list(self.choices)})")
+
+    @property
+    def width(self) -> int:
+        return len(self.choices)
+
+    def encode(self, value: Any) -> list[float]:
+        for i, c in enumerate(self.choices):
+            if c == value:
+                return [1.0 if j == i else 0.0 for j in range(len(self.choices))]
+        raise SpaceError(f"value {value!r} is not one of the choices {list(self.choices)}")
+
+    def decode(self, u: Sequence[float]) -> Any:
+        return self.choices[int(np.argmax(np.asarray(u)))]
+
+    def snap(self, B: np.ndarray) -> np.ndarray:
+        out = np.zeros_like(B)
+        out[np.arange(B.shape[0]), np.argmax(B, axis=1)] = 1.0
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": "categorical", "choices": list(self.choices)}
+
+
+Param = Float | Int | Categorical
+
+_TYPES = ("float", "int", "categorical")
+_KEYS = {
+    "float": {"type", "low", "high", "log", "q"},
+    "int": {"type", "low", "high", "log", "q"},
+    "categorical": {"type", "choices"},
+}
+
+
+def param_from_dict(name: str, spec: Mapping[str, Any]) -> Param:
+    """Build one parameter from ``{"type": "float"|"int"|"categorical", ...}``.
+
+    Shorthands: a list is a categorical; ``{"low":..,"high":..}`` without type is a float.
+    """
+    if isinstance(spec, (list, tuple)):
+        spec = {"type": "categorical", "choices": list(spec)}
+    if not isinstance(spec, Mapping):
+        raise SpaceError(f"parameter '{name}': expected a mapping with 'type', got {spec!r}")
+    kind = spec.get("type", "categorical" if "choices" in spec else "float")
+    if kind not in _TYPES:
+        raise SpaceError(f"parameter '{name}': type must be one of {list(_TYPES)} (got {kind!r})")
+    unknown = set(spec) - _KEYS[kind]
+    if unknown:
+        raise SpaceError(
+            f"parameter '{name}': unknown key(s) {sorted(unknown)} for type {kind}; "
+            f"allowed: {sorted(_KEYS[kind])}"
+        )
+    try:
+        if kind == "categorical":
+            if "choices" not in spec:
+                raise SpaceError(f"parameter '{name}': categorical needs 'choices'")
+            p: Param = Categorical(tuple(spec["choices"]))
+        else:
+            for key in ("low", "high"):
+                if key not in spec:
+                    raise SpaceError(f"parameter '{name}': {kind} needs '{key}'")
+            if kind == "int":
+                lo, hi = spec["low"], spec["high"]
+                if float(lo) != int(lo) or float(hi) != int(hi):
+                    raise SpaceError(f"parameter '{name}': int bounds must be whole numbers")
+                p = Int(int(lo), int(hi), bool(spec.get("log", False)), int(spec.get("q", 1)))
+            else:
+                q = spec.get("q")
+                p = Float(float(spec["low"]), float(spec["high"]), bool(spec.get("log", False)),
+                          None if q is None else float(q))
+    except (TypeError, ValueError) as exc:
+        if isinstance(exc, SpaceError):
+            raise
+        raise SpaceError(f"parameter '{name}': {exc}") from exc
+    p.validate(name)
+    return p
+
+
+class SearchSpace:
+    """An ordered set of named parameters with a unit-cube encoding."""
+
+    def __init__(self, params: Mapping[str, Param]):
+        if not params:
+            raise SpaceError("search space is empty: define at least one parameter")
+        self.params: dict[str, Param] = dict(params)
+        for name, p in self.params.items():
+            p.validate(name)
+        self._slices: dict[str, slice] = {}
+        i = 0
+        for name, p in self.params.items():
+            self._slices[name] = slice(i, i + p.width)
+            i += p.width
+        self.dim = i
+
+    @classmethod
+    def from_dict(cls, spec: Mapping[str, Any]) -> "SearchSpace":
+        """Build from ``{name: {"type": ..., ...}}`` (the YAML / JSON format)."""
+        if not isinstance(spec, Mapping) or not spec:
+            raise SpaceError("search space is empty: define at least one parameter")
+        return cls({str(k): param_from_dict(str(k), v) for k, v in spec.items()})
+
+    def to_dict(self) -> dict[str, dict[str, Any]]:
+        return {k: p.to_dict() for k, p in self.params.items()}
+
+    @property
+    def names(self) -> list[str]:
+        return list(self.params)
+
+    @property
+    def is_continuous(self) -> bool:
+        return all(isinstance(p, Float) and p.q is None for p in self.params.values())
+
+    def encode(self, config: Mapping[str, Any]) -> np.ndarray:
+        missing = [k for k in self.params if k not in config]
+        if missing:
+            raise SpaceError(f"configuration lacks parameter(s) {missing}")
+        out: list[float] = []
+        for name, p in self.params.items():
+            out.extend(p.encode(config[name]))
+        return np.asarray(out, dtype=float)
+
+    def decode(self, u: np.ndarray) -> dict[str, Any]:
+        u = np.asarray(u, dtype=float)
+        return {name: p.decode(u[self._slices[name]]) for name, p in self.params.items()}
+
+    def snap(self, U: np.ndarray) -> np.ndarray:
+        """Project rows of ``U`` onto valid encoded configurations."""
+        U = np.array(np.atleast_2d(U), dtype=float)
+        for name, p in self.params.items():
+            sl = self._slices[name]
+            U[:, sl] = p.snap(U[:, sl])
+        return U
