@@ -252,8 +252,9 @@ def _whitened_cross(gp: GaussianProcess, U: np.ndarray) -> np.ndarray:
 
 
 def pairwise_sqdiff(X: np.ndarray) -> np.ndarray:
-    """S[j] = (x_j - x'_j)^2 for every pair of rows, shape (d, n, n): fixed during a fit."""
-    return (X.T[:, :, None] - X.T[:, None, :]) ** 2
+    """S[j] = (x_j - x'_j)^2 for every pair of rows, flattened to shape (d, n * n)."""
+    n, d = X.shape
+    return ((X.T[:, :, None] - X.T[:, None, :]) ** 2).reshape(d, n * n)
 
 
 def negative_log_marginal_likelihood(theta: np.ndarray, kernel: Kernel, S: np.ndarray,
@@ -262,10 +263,10 @@ def negative_log_marginal_likelihood(theta: np.ndarray, kernel: Kernel, S: np.nd
 
     Rasmussen & Williams (2006) eqs. 2.30 and 5.9; ``S = pairwise_sqdiff(X)``.
     """
-    d, n, _ = S.shape
+    d, n = S.shape[0], len(y)
     a, ls, lam = np.exp(theta[0]), np.exp(theta[1:1 + d]), np.exp(theta[-1])
     inv_l2 = 1.0 / ls ** 2
-    r2 = np.tensordot(inv_l2, S, axes=1)
+    r2 = (inv_l2 @ S).reshape(n, n)
     Kf = a * kernel.rho(r2)
     K = Kf + lam * np.eye(n)
     L, info = lapack.dpotrf(K, lower=1)
@@ -279,7 +280,7 @@ def negative_log_marginal_likelihood(theta: np.ndarray, kernel: Kernel, S: np.nd
     grad = np.empty_like(theta)
     grad[0] = -0.5 * np.sum(W * Kf)
     G = a * kernel.drho(r2) * W
-    grad[1:1 + d] = -0.5 * np.tensordot(S, G, axes=([1, 2], [0, 1])) * inv_l2
+    grad[1:1 + d] = -0.5 * (S @ G.ravel()) * inv_l2
     grad[-1] = -0.5 * lam * np.trace(W)
     return float(nll), grad
 
