@@ -1,11 +1,14 @@
 """Suggestion latency vs number of observations, side by side with Optuna's GPSampler.
 
 For each n and d, both optimizers hold n completed observations of the same function at the same
-random points; then ``--reps`` suggest+tell cycles are timed (refits included where they fall:
-ours every 10 results, Optuna's on every call).  Reports the median and mean per suggestion and
-the ratio ours / Optuna, measured in the same run on the same machine.
+random points and have made one untimed suggestion (ours factorizes and fits there); then
+suggest+tell cycles are timed, wall clock and process CPU time.  Ours refits its hyperparameters
+every 10 results, so ``--reps 10`` cycles hold exactly one refit (the last): the median is a
+suggestion between refits, the mean the cost amortized over a refit cycle.
+Optuna's GPSampler refits on every call.  Ratios ours / Optuna come from the same run on the same
+machine; the load average is recorded with them (the machine is shared).
 
-    python scripts/bench_latency.py --out bench_results/latency.csv
+    python scripts/bench_latency.py --out docs/results/latency
     python scripts/bench_latency.py --n 100 400 1000 2000 5000 --dims 3 8 --optuna-max-n 2000
 """
 
@@ -13,6 +16,8 @@ from __future__ import annotations
 
 import argparse
 import csv
+import os
+import platform
 import statistics
 import sys
 import time
@@ -30,7 +35,14 @@ def objective(X: np.ndarray) -> np.ndarray:
     return 0.5 + 0.5 * np.sin(3 * X).mean(1) * np.cos(2 * X[:, :1].sum(1))
 
 
-def time_ours(n: int, d: int, reps: int, seed: int) -> list[float]:
+def timed(fn):
+    """(result, wall seconds, CPU seconds of this process, all threads)."""
+    w, c = time.perf_counter(), time.process_time()
+    out = fn()
+    return out, time.perf_counter() - w, time.process_time() - c
+
+
+def time_ours(n: int, d: int, reps: int, seed: int) -> list[tuple[float, float]]:
     rng = np.random.default_rng(seed)
     space = {f"x{i}": {"type": "float", "low": 0.0, "high": 1.0} for i in range(d)}
     opt = Optimizer(space, algorithm="gp-ucb-sdf", objective_bounds=(0.0, 1.0), window=float("inf"),
@@ -40,16 +52,18 @@ def time_ours(n: int, d: int, reps: int, seed: int) -> list[float]:
     for x, v in zip(X, y):
         s = opt.suggest(config={f"x{i}": float(x[i]) for i in range(d)})
         opt.tell(s.trial_id, float(v))
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        s = opt.suggest()
-        times.append(time.perf_counter() - t0)
-        opt.tell(s.trial_id, float(objective(np.array([[s.config[f"x{i}"] for i in range(d)]]))[0]))
-    return times
+    step(opt, d)     # untimed: factorizes the n told points and fits; refits then fall every 10
+    return [step(opt, d) for _ in range(reps)]
 
 
-def time_optuna(n: int, d: int, reps: int, seed: int) -> list[float]:
+def step(opt: Optimizer, d: int) -> tuple[float, float]:
+    """One timed suggest, then tell its value."""
+    s, wall, cpu = timed(opt.suggest)
+    opt.tell(s.trial_id, float(objective(np.array([[s.config[f"x{i}"] for i in range(d)]]))[0]))
+    return wall, cpu
+
+
+def time_optuna(n: int, d: int, reps: int, seed: int) -> list[tuple[float, float]]:
     import optuna
     from optuna.distributions import FloatDistribution
 
@@ -62,53 +76,83 @@ def time_optuna(n: int, d: int, reps: int, seed: int) -> list[float]:
     study.add_trials([optuna.trial.create_trial(params={f"x{i}": float(x[i]) for i in range(d)},
                                                 distributions=dists, value=float(v))
                       for x, v in zip(X, y)])
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        trial = study.ask(dists)
-        times.append(time.perf_counter() - t0)
-        x = np.array([[trial.params[f"x{i}"] for i in range(d)]])
-        study.tell(trial, float(objective(x)[0]))
-    return times
+    def step() -> tuple[float, float]:
+        trial, wall, cpu = timed(lambda: study.ask(dists))
+        study.tell(trial, float(objective(np.array([[trial.params[f"x{i}"] for i in range(d)]]))[0]))
+        return wall, cpu
+
+    step()           # untimed, as for ours
+    return [step() for _ in range(reps)]
+
+
+def summary(times: list[tuple[float, float]], prefix: str) -> dict[str, float]:
+    nan = float("nan")
+    wall = [1e3 * w for w, _ in times]
+    cpu = [1e3 * c for _, c in times]
+    return {f"{prefix}_median_ms": statistics.median(wall) if wall else nan,
+            f"{prefix}_mean_ms": statistics.mean(wall) if wall else nan,
+            f"{prefix}_max_ms": max(wall) if wall else nan,
+            f"{prefix}_cpu_median_ms": statistics.median(cpu) if cpu else nan}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, nargs="+", default=[100, 400, 1000, 2000, 5000])
     ap.add_argument("--dims", type=int, nargs="+", default=[3, 8])
-    ap.add_argument("--reps", type=int, default=7)
+    ap.add_argument("--reps", type=int, default=10, help="timed suggestions of ours per (n, d)")
+    ap.add_argument("--optuna-reps", type=int, default=5, help="timed GPSampler suggestions")
     ap.add_argument("--optuna-max-n", type=int, default=2000,
                     help="skip Optuna above this n (its cost grows as n^3 per call)")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--out", default="bench_results/latency.csv")
+    ap.add_argument("--out", default="bench_results/latency", help="directory for latency.csv/.md")
     args = ap.parse_args()
 
+    import optuna
+    time_ours(20, 2, 1, args.seed)          # warm-up: lazy imports (torch for GPSampler), caches
+    time_optuna(20, 2, 1, args.seed)
     rows = []
+    load0 = os.getloadavg()
     for d in args.dims:
         for n in args.n:
-            ours = time_ours(n, d, args.reps, args.seed)
-            theirs = time_optuna(n, d, args.reps, args.seed) if n <= args.optuna_max_n else []
-            row = {"d": d, "n": n,
-                   "ours_median_ms": 1e3 * statistics.median(ours),
-                   "ours_mean_ms": 1e3 * statistics.mean(ours),
-                   "optuna_median_ms": 1e3 * statistics.median(theirs) if theirs else float("nan"),
-                   "optuna_mean_ms": 1e3 * statistics.mean(theirs) if theirs else float("nan")}
+            row: dict[str, float | int] = {"d": d, "n": n, "load_1min": os.getloadavg()[0]}
+            row.update(summary(time_ours(n, d, args.reps, args.seed), "ours"))
+            theirs = time_optuna(n, d, args.optuna_reps, args.seed) if n <= args.optuna_max_n else []
+            row.update(summary(theirs, "optuna"))
             row["ratio_median"] = row["ours_median_ms"] / row["optuna_median_ms"]
+            row["ratio_mean"] = row["ours_mean_ms"] / row["optuna_mean_ms"]
+            row["ratio_cpu_median"] = row["ours_cpu_median_ms"] / row["optuna_cpu_median_ms"]
             rows.append(row)
             print(f"d={d} n={n}: ours median {row['ours_median_ms']:.1f} ms (mean "
-                  f"{row['ours_mean_ms']:.1f}), Optuna GPSampler median "
-                  f"{row['optuna_median_ms']:.1f} ms, ratio {row['ratio_median']:.3f}", flush=True)
+                  f"{row['ours_mean_ms']:.1f}, CPU {row['ours_cpu_median_ms']:.1f}), GPSampler median "
+                  f"{row['optuna_median_ms']:.1f} ms (mean {row['optuna_mean_ms']:.1f}, CPU "
+                  f"{row['optuna_cpu_median_ms']:.1f}), ratio {row['ratio_median']:.3f}, "
+                  f"load {row['load_1min']:.1f}", flush=True)
     out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with open(out, "w", newline="") as fh:
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / "latency.csv", "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=list(rows[0]))
         w.writeheader()
         w.writerows(rows)
-    print("\n| d | n | ours median ms | ours mean ms | GPSampler median ms | ratio (median) |")
-    print("|---|---|---|---|---|---|")
+
+    def f(v: float, fmt: str = ".1f") -> str:
+        return "skipped" if v != v else format(v, fmt)
+
+    lines = [f"Command: `python scripts/bench_latency.py {' '.join(sys.argv[1:])}`  ",
+             f"Machine: {os.cpu_count()} cores (shared with other jobs), {platform.python_version()}, "
+             f"numpy {np.__version__}, optuna {optuna.__version__}; 1-min load average "
+             f"{load0[0]:.1f} at start, {os.getloadavg()[0]:.1f} at end.  Times in ms per suggestion; "
+             f"ours: {args.reps} suggestions (one holds the refit), GPSampler: {args.optuna_reps} "
+             f"(each refits); one untimed suggestion before each.\n",
+             "| d | n | ours median | ours mean | ours CPU median | GPSampler median | GPSampler mean "
+             "| GPSampler CPU median | ratio median | ratio mean | ratio CPU | load |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        print(f"| {r['d']} | {r['n']} | {r['ours_median_ms']:.1f} | {r['ours_mean_ms']:.1f} | "
-              f"{r['optuna_median_ms']:.1f} | {r['ratio_median']:.3f} |")
+        lines.append(f"| {r['d']} | {r['n']} | {f(r['ours_median_ms'])} | {f(r['ours_mean_ms'])} | "
+                     f"{f(r['ours_cpu_median_ms'])} | {f(r['optuna_median_ms'])} | {f(r['optuna_mean_ms'])} | "
+                     f"{f(r['optuna_cpu_median_ms'])} | {f(r['ratio_median'], '.3f')} | "
+                     f"{f(r['ratio_mean'], '.3f')} | {f(r['ratio_cpu_median'], '.3f')} | {r['load_1min']:.1f} |")
+    (out / "latency.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
 
 
 if __name__ == "__main__":

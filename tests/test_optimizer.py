@@ -85,12 +85,43 @@ def test_save_load_round_trip_gives_the_identical_next_suggestion(algo, tmp_path
     opt.save(path)
     assert json.loads(path.read_text())["version"] == 1
     loaded = Optimizer.load(path, clock=opt.clock)   # simulate() installed its clock
-    assert loaded.gp_all.n == opt.gp_all.n and np.array_equal(loaded.gp_all.L, opt.gp_all.L)
+    assert loaded.objective.gp_all.n == opt.objective.gp_all.n and np.array_equal(loaded.objective.gp_all.L, opt.objective.gp_all.L)
     for _ in range(3):
         a, b = opt.suggest(), loaded.suggest()
         assert a == b
         opt.tell(a.trial_id, 0.5)
         loaded.tell(b.trial_id, 0.5)
+
+
+RUNTIME_BUDGET = [{"metric": "runtime", "limit": 2.0, "type": "budget", "runtime": True}]
+
+
+@pytest.mark.parametrize("algo, constrained", [
+    ("gp-ucb-sdf", {"constraint_handler": "rpol", "stop_margin": 0.1}),
+    ("gp-ucb-sdf", {"constraint_handler": "rpol", "sliding_window": 12}),
+    ("gp-ts-sdf", {"constraint_handler": "cbo"}),
+    ("randgp-ucb", {"constraint_handler": "cbo", "handler_options": {"rho": 5.0}}),
+    ("gp-ucb-sdf", {"constraint_handler": "penalty", "handler_options": {"epoch": 4}}),
+    ("gp-ucb", {"constraint_handler": "penalty", "handler_options": {"update": "additive", "epoch": 5}}),
+])
+def test_save_load_round_trip_with_constraints(algo, constrained, tmp_path):
+    """The handler's multipliers, epoch sums and the set of constraint values already fed to it
+    are in the state: the loaded optimizer makes the identical next suggestions."""
+    opt = Optimizer(MIXED, algorithm=algo, objective_bounds=(-0.2, 1.0), refit_every=5,
+                    window_unit="seconds", window="auto", seed=7, constraints=RUNTIME_BUDGET,
+                    n_candidates=256, **constrained)
+    simulate(opt, mixed_objective, RunTime(lambda c: 0.5 + c["width"] / 32), n_trials=24,
+             workers=3, seed=2)
+    opt.save(tmp_path / "state.json")
+    loaded = Optimizer.load(tmp_path / "state.json", clock=opt.clock)
+    assert loaded.handler.state_dict() == opt.handler.state_dict()
+    opt.clock.now += 1.0
+    for k in range(3):
+        a, b = opt.suggest(), loaded.suggest()
+        assert a == b
+        assert loaded.handler.state_dict() == opt.handler.state_dict()
+        opt.tell(a.trial_id, 0.5, metrics={"runtime": 1.0 + k})
+        loaded.tell(b.trial_id, 0.5, metrics={"runtime": 1.0 + k})
 
 
 def test_simulation_is_deterministic_per_seed_and_iteration_delays_are_exact():

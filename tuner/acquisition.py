@@ -18,7 +18,7 @@ from typing import Callable
 import numpy as np
 from scipy.linalg import cholesky, eigh
 
-from .gp import Posterior
+from .gp import Posterior, blas_threads
 
 EstimateFn = Callable[[np.ndarray], np.ndarray]
 
@@ -28,16 +28,30 @@ def exploration_weight(beta: float, sigma_pending: np.ndarray, b_y: float = 1.0)
     return float(beta + b_y * np.sum(sigma_pending))
 
 
-def shifted(post: Posterior, weight: float) -> EstimateFn:
+class Shifted:
+    """h(x) = mu(x) + weight * sigma(x): UCB (weight = nu), LCB (-nu), RandGP-UCB (Z).
+
+    ``top(U, k)`` gives the same values where they can be among the k largest and -inf
+    elsewhere, at a fraction of the cost (``Posterior.shifted_top``); ``maximize`` uses it.
+    """
+
+    def __init__(self, post: Posterior, weight: float):
+        self.post, self.weight = post, float(weight)
+
+    def __call__(self, U: np.ndarray) -> np.ndarray:
+        mean, var = self.post.predict(U)
+        return mean + self.weight * np.sqrt(var)
+
+    def top(self, U: np.ndarray, k: int) -> np.ndarray:
+        return self.post.shifted_top(U, self.weight, k)
+
+
+def shifted(post: Posterior, weight: float) -> Shifted:
     """h(x) = mu(x) + weight * sigma(x): UCB (weight = nu), LCB (-nu), RandGP-UCB (Z)."""
-
-    def h(U: np.ndarray) -> np.ndarray:
-        mean, var = post.predict(U)
-        return mean + weight * np.sqrt(var)
-
-    return h
+    return Shifted(post, weight)
 
 
+@blas_threads
 def thompson_sample(post: Posterior, C: np.ndarray, nu: float,
                     rng: np.random.Generator) -> np.ndarray:
     """One joint draw of f_t ~ GP(mu, nu^2 sigma^2) on the rows of C (paper 001 eq. 3).

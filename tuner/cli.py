@@ -1,4 +1,5 @@
-"""Command line: ``tuner simulate CONFIG`` (more commands in later modules)."""
+"""Command line: ``tuner run [CONFIG]`` (a study on Ray, logged to MLflow) and
+``tuner simulate CONFIG`` (a simulated study on a simulated clock)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .config import ConfigError, load_simulation
+from .config import DEFAULT_STUDY, ConfigError, load_simulation, load_study
 
 
 def _simulate(args: argparse.Namespace) -> int:
@@ -60,6 +61,17 @@ def _simulate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run(args: argparse.Namespace) -> int:
+    from .orchestrator import StudyRunner
+
+    overrides = {k: getattr(args, k) for k in ("trials", "max_concurrent", "wall_clock_limit",
+                                               "trial_timeout", "seed", "budget", "address",
+                                               "tracking_uri", "algorithm", "output")}
+    cfg = load_study(args.config or DEFAULT_STUDY, overrides)
+    result = StudyRunner(cfg, resume=args.resume, fresh=args.fresh).run()
+    return 0 if result.status == "FINISHED" else 130
+
+
 def _plot_regret(regret: np.ndarray, path: Path, study: str, algorithm: str) -> None:
     import matplotlib
     matplotlib.use("Agg")
@@ -79,6 +91,25 @@ def _plot_regret(regret: np.ndarray, path: Path, study: str, algorithm: str) -> 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="tuner", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("run", help="run a study on Ray (local or a cluster), every trial in MLflow")
+    r.add_argument("config", nargs="?", help="study YAML, e.g. configs/svm.yaml (default: the "
+                   f"built-in study: {DEFAULT_STUDY['trainable']} with a run-time budget)")
+    r.add_argument("--trials", type=int, help="override run.trials")
+    r.add_argument("--max-concurrent", type=int, help="override run.max_concurrent")
+    r.add_argument("--wall-clock-limit", type=float, help="override run.wall_clock_limit (seconds)")
+    r.add_argument("--trial-timeout", type=float, help="override run.trial_timeout (seconds)")
+    r.add_argument("--budget", type=float, help="override budget.limit (seconds per trial)")
+    r.add_argument("--address", help="Ray cluster: auto, host:6379 or ray://host:10001 "
+                   "(default: start a local Ray)")
+    r.add_argument("--tracking-uri", help="MLflow tracking URI (default sqlite:///mlflow.db)")
+    r.add_argument("--algorithm", help="override optimizer.algorithm")
+    r.add_argument("--seed", type=int, help="override run.seed")
+    r.add_argument("--output", help="folder for study states and tables (default tuner_runs)")
+    g = r.add_mutually_exclusive_group()
+    g.add_argument("--resume", action="store_true", help="continue the study from its saved state")
+    g.add_argument("--fresh", action="store_true",
+                   help="start over (an existing study folder is kept under a new name)")
+    r.set_defaults(func=_run)
     s = sub.add_parser("simulate", help="run a simulated study (virtual workers, simulated clock)")
     s.add_argument("config", help="study YAML with a simulation section, e.g. configs/synthetic.yaml")
     s.add_argument("--algorithm", help="override optimizer.algorithm")

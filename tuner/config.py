@@ -10,6 +10,7 @@ A study file has these sections (see ``configs/``):
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -152,3 +153,162 @@ def load_simulation(path: str | Path, overrides: Mapping[str, Any] | None = None
     sim = check_section("simulation", sim, SIM_SCHEMA)
     return SimulationConfig(top["study"], optimizer_settings(opt), sim["objective"], sim["delay"],
                             sim["workers"], sim["trials"], sim["noise_std"], sim["seed"], data)
+
+
+# --- `tuner run`: a real study on Ray ------------------------------------------------------------
+
+BUDGET_METRICS = ("runtime", "train_time")
+
+OBJECTIVE_SCHEMA = {
+    "metric": Field((str,), "accuracy"),
+    "mode": Field((str,), "max", ("max", "min")),
+    "bounds": Field((list, None), None),
+}
+BUDGET_SCHEMA = {
+    "limit": Field((float,), required=True, positive=True),
+    "metric": Field((str,), "runtime", BUDGET_METRICS),
+    "stop_margin": Field((float, None), None),
+}
+RUN_SCHEMA = {
+    "trials": Field((int,), 30, positive=True),
+    "max_concurrent": Field((int,), 2, positive=True),
+    "cpus_per_trial": Field((float,), 1.0, positive=True),
+    "trial_timeout": Field((float, None), None, positive=True),
+    "wall_clock_limit": Field((float, None), None, positive=True),
+    "seed": Field((int,), 0),
+}
+RAY_SCHEMA = {"address": Field((str, None), None)}
+MLFLOW_SCHEMA = {
+    "tracking_uri": Field((str, None), None),   # None: $MLFLOW_TRACKING_URI or sqlite:///mlflow.db
+    "experiment": Field((str, None), None),
+}
+STUDY_SCHEMA = {
+    "study": Field((str,), None),
+    "trainable": Field((str,), required=True),
+    "trainable_options": Field((dict, None), None),
+    "space": Field((dict, None), None),
+    "objective": Field((dict, None), None),
+    "budget": Field((dict, None), None),
+    "optimizer": Field((dict, None), None),
+    "run": Field((dict, None), None),
+    "ray": Field((dict, None), None),
+    "mlflow": Field((dict, None), None),
+    "output": Field((str,), "tuner_runs"),
+}
+
+# command-line flag -> (section, key)
+RUN_OVERRIDES = {
+    "trials": ("run", "trials"), "max_concurrent": ("run", "max_concurrent"),
+    "wall_clock_limit": ("run", "wall_clock_limit"), "trial_timeout": ("run", "trial_timeout"),
+    "seed": ("run", "seed"), "budget": ("budget", "limit"), "address": ("ray", "address"),
+    "tracking_uri": ("mlflow", "tracking_uri"), "algorithm": ("optimizer", "algorithm"),
+    "output": (None, "output"),
+}
+
+
+@dataclass
+class StudyConfig:
+    """A validated `tuner run` study; ``resolved()`` is what gets logged and saved."""
+
+    study: str
+    trainable: str
+    trainable_options: dict[str, Any]
+    space: dict[str, Any]
+    objective: dict[str, Any]
+    budget: dict[str, Any] | None
+    settings: Settings
+    run: dict[str, Any]
+    ray: dict[str, Any]
+    mlflow: dict[str, Any]
+    output: str
+
+    @property
+    def experiment(self) -> str:
+        return self.mlflow["experiment"] or self.study
+
+    def resolved(self) -> dict[str, Any]:
+        from dataclasses import asdict
+
+        return {"study": self.study, "trainable": self.trainable,
+                "trainable_options": self.trainable_options, "space": self.space,
+                "objective": self.objective, "budget": self.budget,
+                "optimizer": asdict(self.settings), "run": self.run, "ray": self.ray,
+                "mlflow": self.mlflow, "output": self.output}
+
+
+def load_study(source: str | Path | Mapping[str, Any],
+               overrides: Mapping[str, Any] | None = None) -> StudyConfig:
+    """Read and validate a study (a YAML path or a mapping); ``overrides`` are command-line flags
+    (``RUN_OVERRIDES`` names them), applied before validation so their errors name the field."""
+    from trainables import get_trainable, validate_options
+
+    data = dict(source) if isinstance(source, Mapping) else read_yaml(source)
+    default_name = "study" if isinstance(source, Mapping) else Path(source).stem
+    data = {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in data.items()}
+    for flag, value in (overrides or {}).items():
+        if value is None:
+            continue
+        if flag not in RUN_OVERRIDES:
+            raise ConfigError(f"unknown override {flag!r}; allowed: {sorted(RUN_OVERRIDES)}")
+        section, key = RUN_OVERRIDES[flag]
+        if section is None:
+            data[key] = value
+            continue
+        if not isinstance(data.get(section) or {}, Mapping):
+            raise ConfigError(f"{section}: expected a mapping, got {type(data[section]).__name__}")
+        data[section] = {**(data.get(section) or {}), key: value}
+    top = check_section("config", data, STUDY_SCHEMA)
+    study = top["study"] or default_name
+    try:
+        trainable = get_trainable(top["trainable"])
+        options = validate_options(trainable.name, top["trainable_options"] or {})
+    except ValueError as exc:
+        raise ConfigError(f"trainable: {exc}") from exc
+    space_spec = top["space"] or trainable.space
+    try:
+        from .space import SearchSpace
+
+        SearchSpace.from_dict(space_spec)
+    except ValueError as exc:
+        raise ConfigError(f"space: {exc}") from exc
+    objective = check_section("objective", top["objective"],
+                              {**OBJECTIVE_SCHEMA, "metric": Field((str,), trainable.objective)})
+    budget = check_section("budget", top["budget"], BUDGET_SCHEMA) if top["budget"] else None
+    if budget and budget["stop_margin"] is not None and budget["stop_margin"] < 0:
+        raise ConfigError(f"budget.stop_margin: must be >= 0 or null (got {budget['stop_margin']})")
+    run = check_section("run", top["run"], RUN_SCHEMA)
+    opt = dict(top["optimizer"] or {})
+    for key, section in (("mode", "objective.mode"), ("objective_bounds", "objective.bounds")):
+        if key in opt:
+            raise ConfigError(f"optimizer.{key}: set it as {section}")
+    opt.setdefault("seed", run["seed"])
+    opt["mode"] = objective["mode"]
+    opt["objective_bounds"] = objective["bounds"]
+    if budget:
+        opt["constraints"] = list(opt.get("constraints") or []) + [
+            {"metric": budget["metric"], "limit": budget["limit"], "type": "budget",
+             "runtime": budget["metric"] == "runtime"}]
+        if budget["stop_margin"] is not None:
+            opt["stop_margin"] = budget["stop_margin"]
+    return StudyConfig(study, trainable.name, options, dict(space_spec), objective, budget,
+                       optimizer_settings(opt), run, check_section("ray", top["ray"], RAY_SCHEMA),
+                       _mlflow_section(top["mlflow"]), top["output"])
+
+
+def _mlflow_section(data: Any) -> dict[str, Any]:
+    """MLflow settings; the tracking URI defaults to $MLFLOW_TRACKING_URI, then MLflow's own
+    default ``sqlite:///mlflow.db`` (in the working directory)."""
+    out = check_section("mlflow", data, MLFLOW_SCHEMA)
+    if out["tracking_uri"] is None:
+        out["tracking_uri"] = os.environ.get("MLFLOW_TRACKING_URI") or "sqlite:///mlflow.db"
+    return out
+
+
+# The study `tuner run` runs without a config file (configs/cnn.yaml spells it out).
+DEFAULT_STUDY: dict[str, Any] = {
+    "study": "cnn-digits",
+    "trainable": "cnn",
+    "objective": {"metric": "accuracy", "mode": "max", "bounds": [0.0, 1.0]},
+    "budget": {"limit": 3.0, "metric": "runtime", "stop_margin": 1.0},
+    "run": {"trials": 30, "max_concurrent": 2, "trial_timeout": 120.0},
+}

@@ -16,8 +16,11 @@ def scaled_sqdist(X1: np.ndarray, X2: np.ndarray, lengthscales: np.ndarray) -> n
     """Squared distances between rows of X1 and X2 after dividing by the lengthscales."""
     A = X1 / lengthscales
     B = X2 / lengthscales
-    d2 = (A * A).sum(1)[:, None] + (B * B).sum(1)[None, :] - 2.0 * A @ B.T
-    return np.maximum(d2, 0.0)
+    d2 = A @ B.T                    # in place from here on: these matrices are the big ones
+    d2 *= -2.0
+    d2 += np.einsum("ij,ij->i", A, A)[:, None]
+    d2 += np.einsum("ij,ij->i", B, B)[None, :]
+    return np.maximum(d2, 0.0, out=d2)
 
 
 class Kernel:
@@ -31,9 +34,15 @@ class Kernel:
     def drho(self, r2: np.ndarray) -> np.ndarray:
         raise NotImplementedError
 
+    def rho_and_drho(self, r2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Both at once (the marginal-likelihood gradient needs both; kernels share the work)."""
+        return self.rho(r2), self.drho(r2)
+
     def __call__(self, X1: np.ndarray, X2: np.ndarray, amplitude: float,
                  lengthscales: np.ndarray) -> np.ndarray:
-        return amplitude * self.rho(scaled_sqdist(X1, X2, lengthscales))
+        K = self.rho(scaled_sqdist(X1, X2, lengthscales))
+        K *= amplitude
+        return K
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
@@ -50,6 +59,10 @@ class SquaredExponential(Kernel):
     def drho(self, r2: np.ndarray) -> np.ndarray:
         return np.exp(-0.5 * r2)
 
+    def rho_and_drho(self, r2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        e = np.exp(-0.5 * r2)
+        return e, e
+
 
 class Matern52(Kernel):
     """Matern-5/2 kernel rho(r) = (1 + sqrt5 r + 5 r^2 / 3) exp(-sqrt5 r)."""
@@ -63,6 +76,12 @@ class Matern52(Kernel):
     def drho(self, r2: np.ndarray) -> np.ndarray:
         r = np.sqrt(r2)
         return 5.0 / 3.0 * (1.0 + _SQRT5 * r) * np.exp(-_SQRT5 * r)
+
+    def rho_and_drho(self, r2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        r = np.sqrt(r2)
+        e = np.exp(-_SQRT5 * r)
+        lin = 1.0 + _SQRT5 * r
+        return (lin + 5.0 / 3.0 * r2) * e, 5.0 / 3.0 * lin * e
 
 
 KERNELS: dict[str, type[Kernel]] = {"se": SquaredExponential, "matern52": Matern52}

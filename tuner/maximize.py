@@ -15,6 +15,7 @@ from scipy.optimize import minimize
 from scipy.stats import qmc
 
 from .acquisition import EstimateFn
+from .gp import blas_threads
 from .space import SearchSpace
 
 
@@ -64,10 +65,12 @@ def argmax(values: np.ndarray) -> int:
     return int(np.argmax(v))
 
 
+@blas_threads
 def maximize(h: EstimateFn, C: np.ndarray, space: SearchSpace, smooth: bool,
              n_starts: int = 3) -> np.ndarray:
     """Best snapped input for ``h`` over candidates ``C`` (+ L-BFGS-B refinement if smooth)."""
-    vals = h(C)
+    top = getattr(h, "top", None)     # estimates that can skip hopeless candidates (Shifted)
+    vals = top(C, max(n_starts, 1) if smooth else 1) if top is not None else h(C)
     best = argmax(vals)
     if not smooth or n_starts <= 0:
         return C[best]

@@ -27,9 +27,11 @@ from . import acquisition as acq
 from .algorithms import get_algorithm
 from .censoring import (COMPLETED, FAILED, RUNNING, Trial, Window, in_last_window,
                         pending_in_window, usable)
-from .gp import GaussianProcess, HyperBounds, Hyperparameters, Posterior, fit_hyperparameters
+from .constraints import HANDLERS, Constraint, make_handler
+from .gp import Hyperparameters, Posterior
 from .kernels import make_kernel
-from .maximize import argmax, candidate_set, maximize
+from .maximize import maximize, candidate_set
+from .model import CensoredModel
 from .space import SearchSpace
 
 STATE_FORMAT = "tuner.optimizer"
@@ -62,6 +64,15 @@ class Settings:
     n_local: int = 128
     n_starts: int = 3
     seed: int = 0
+    # Constraints (tuner.constraints has the tables of constraint keys, handlers and options).
+    constraints: list = field(default_factory=list)    # [{metric, limit, type, runtime, observable}]
+    constraint_handler: str = "rpol"                   # rpol | cbo | penalty | scgp
+    handler_options: dict = field(default_factory=dict)
+    beta_g: float | None = None      # beta_t of the constraint GPs; None: the objective's beta_t
+    b_c: float = 1.0                 # B_c of v_t^g (004 §5), the delay term's bound on |c|
+    use_elapsed_bound: bool = True   # run-time constraints: elapsed time as a lower bound, no window
+    stop_margin: float | None = None  # stop a run past limit x (1 + margin); None: never
+    sliding_window: int | None = None  # RPOL-SWUCB (004 §6): only the last W trials inform the GPs
 
     def validate(self) -> None:
         get_algorithm(self.algorithm)
@@ -88,6 +99,43 @@ class Settings:
         for name in ("n_initial", "n_local", "n_starts", "fit_restarts"):
             if int(getattr(self, name)) < 0:
                 raise ValueError(f"{name} must be >= 0 (got {getattr(self, name)!r})")
+        self._validate_constraints()
+
+    def _validate_constraints(self) -> None:
+        if self.constraint_handler not in HANDLERS:
+            raise ValueError(f"constraint_handler must be one of {list(HANDLERS)} "
+                             f"(got {self.constraint_handler!r})")
+        if not isinstance(self.constraints, (list, tuple)):
+            raise ValueError(f"constraints must be a list of {{metric, limit, type, runtime}} "
+                             f"(got {self.constraints!r})")
+        cons = [Constraint.from_dict(c, f"constraints[{i}]") for i, c in enumerate(self.constraints)]
+        metrics = [c.metric for c in cons]
+        if len(set(metrics)) < len(metrics):
+            raise ValueError(f"constraints: each metric may be constrained once (got {metrics})")
+        observable = [c.metric for c in cons if c.observable]
+        if self.constraint_handler == "scgp" and len(observable) < len(cons):
+            raise ValueError("constraint_handler scgp needs every constraint to be observable: true "
+                             f"(not: {[m for m in metrics if m not in observable]})")
+        if observable and self.constraint_handler != "scgp":
+            raise ValueError(f"observable constraints {observable} need constraint_handler: scgp "
+                             f"(got {self.constraint_handler!r})")
+        if self.beta_g is not None and not float(self.beta_g) > 0:
+            raise ValueError(f"beta_g must be > 0 or null (got {self.beta_g!r})")
+        if not float(self.b_c) >= 0:
+            raise ValueError(f"b_c must be >= 0 (got {self.b_c!r})")
+        if not isinstance(self.use_elapsed_bound, bool):
+            raise ValueError(f"use_elapsed_bound must be true or false (got {self.use_elapsed_bound!r})")
+        if self.stop_margin is not None:
+            if isinstance(self.stop_margin, bool) or not isinstance(self.stop_margin, (int, float)) \
+                    or not self.stop_margin >= 0:
+                raise ValueError(f"stop_margin must be a number >= 0 or null (got {self.stop_margin!r})")
+            if not any(c.runtime for c in cons):
+                raise ValueError("stop_margin needs a run-time constraint (a constraint with "
+                                 "runtime: true); none of the constraints is one")
+        if self.sliding_window is not None and (isinstance(self.sliding_window, bool)
+                                                or int(self.sliding_window) < 2):
+            raise ValueError(f"sliding_window must be an integer >= 2 or null (got {self.sliding_window!r})")
+        make_handler(self.constraint_handler, len(cons), self.handler_options)
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "Settings":
@@ -107,12 +155,21 @@ class Suggestion:
     config: dict[str, Any]
 
 
+Sampler = Callable[[list, int], "np.ndarray | list[float]"]
+
+
 class Optimizer:
-    """Censored-feedback GP bandit with an ask/tell interface (see module docstring)."""
+    """Censored-feedback GP bandit with an ask/tell interface (see module docstring).
+
+    ``samplers`` (handler ``scgp`` only): for each observable constraint metric, a function
+    ``fn(configs, t)`` returning the round-t noisy sample of that metric at each configuration
+    (paper 003 §4: an i.i.d. sample of the whole function, seen before deciding).  It must be
+    deterministic given ``t`` (one sample function per round); pass the same ones to ``load``.
+    """
 
     def __init__(self, space: SearchSpace | Mapping[str, Any], settings: Settings | None = None,
                  *, clock: Callable[[], float] = time.time, domain: np.ndarray | None = None,
-                 **overrides: Any):
+                 samplers: Mapping[str, Sampler] | None = None, **overrides: Any):
         self.space = space if isinstance(space, SearchSpace) else SearchSpace.from_dict(space)
         base = asdict(settings) if settings is not None else {}
         base.update(overrides)
@@ -128,15 +185,17 @@ class Optimizer:
         s = self.settings
         kernel = make_kernel(s.kernel)
         hyper = Hyperparameters(s.amplitude, np.full(self.space.dim, s.lengthscale), s.noise)
-        self.gp_all = GaussianProcess(kernel, hyper)       # every started trial (censoring)
-        self.gp_done = GaussianProcess(kernel, hyper)      # usable results only (baselines)
-        if self.domain is not None:
-            self.gp_all.set_anchor(self.domain)
-            self.gp_done.set_anchor(self.domain)
-        self._done_ids: list[int] = []
-        self._all_base = 0    # inputs present at the last full factorization (for replay)
-        self._done_base = 0
-        self._fit_n = 0       # usable results at the last hyperparameter fit
+        self.objective = CensoredModel(kernel, hyper, self.domain)
+        self.constraints = [Constraint.from_dict(c, f"constraints[{i}]")
+                            for i, c in enumerate(s.constraints)]
+        self.constraint_models = [CensoredModel(kernel, hyper, self.domain) for _ in self.constraints]
+        self.handler = make_handler(s.constraint_handler, len(self.constraints), s.handler_options)
+        self.samplers = dict(samplers or {})
+        need = [c.metric for c in self.constraints if c.observable]
+        if sorted(self.samplers) != sorted(need):
+            raise ValueError(f"samplers must give one function per observable constraint metric "
+                             f"{need} (got {sorted(self.samplers)})")
+        self._seen_constraint: set[int] = set()   # trials whose constraint values reached the handler
         self._beta = self._make_beta()
         self.last_nu: float | None = None
 
@@ -145,9 +204,12 @@ class Optimizer:
     def suggest(self, config: Mapping[str, Any] | None = None) -> Suggestion:
         """Choose the next configuration now (or register ``config``, e.g. a user's start point)."""
         now, t = float(self.clock()), len(self.trials)
+        if self.constraints and self.algorithm.estimate != "random":
+            self._start_round(t)
+        chosen = config is None and self.algorithm.estimate != "random" and t >= self.settings.n_initial
         if config is not None:
             x = self.space.encode(config)
-        elif self.algorithm.estimate == "random" or t < self.settings.n_initial:
+        elif not chosen:
             x = self._initial_point(t)
         else:
             x = self._choose(now, t)
@@ -155,17 +217,33 @@ class Optimizer:
         trial = Trial(trial_id=t, config=self.space.decode(x) if config is None else dict(config),
                       x=x, start_time=now, start_index=t,
                       pending_at_suggest=sum(tr.status == RUNNING for tr in self.trials))
+        for c in self.constraints:
+            if c.observable:     # the round's sample at x_t is known before the run (003 §4)
+                trial.metrics[c.metric] = float(self._sample(c, t, [trial.config])[0])
+        if not chosen and self.handler.g_estimate == "sample":
+            # SCGP's queue step needs only the round's sample at x_t (003 Alg. 2 line 7), known
+            # in rounds the handler did not choose too (initial design, a user's config).
+            self.handler.after_choice(t, [float(c.g(trial.metrics[c.metric])) for c in self.constraints],
+                                      self._f_bound())
         self.trials.append(trial)
         self._by_id[trial.trial_id] = trial
-        self.gp_all.append(x)
+        for model in (self.objective, *self.constraint_models):
+            model.append(x)
         return Suggestion(trial.trial_id, dict(trial.config))
 
     def tell(self, trial_id: int, value: float, metrics: Mapping[str, float] | None = None,
              finish_time: float | None = None) -> None:
         """Report the objective of a finished trial (in arrival order; any trial order)."""
         trial = self._running(trial_id)
+        metrics = {k: float(v) for k, v in (metrics or {}).items()}
+        missing = [c.metric for c in self.constraints
+                   if c.metric not in metrics and c.metric not in trial.metrics]
+        if missing:
+            raise ValueError(f"trial {trial_id}: constraint metric(s) {missing} missing from the "
+                             f"reported metrics {sorted(metrics)}; every finished trial must "
+                             f"report each constrained metric")
         value = float(value)
-        trial.metrics.update({k: float(v) for k, v in (metrics or {}).items()})
+        trial.metrics.update(metrics)
         trial.finish_time = float(self.clock() if finish_time is None else finish_time)
         trial.finish_index = len(self.trials)
         if not math.isfinite(value):
@@ -176,16 +254,57 @@ class Optimizer:
 
     def fail(self, trial_id: int, reason: str = "failed", metrics: Mapping[str, float] | None = None,
              finish_time: float | None = None) -> None:
-        """A trial that raised, was killed or timed out: censored for good (target = minimum)."""
+        """A trial that raised, was killed or timed out: objective censored for good.
+
+        A run-time constraint gets the elapsed time as its (lower-bound) value when the caller
+        does not report one, so a trial stopped past its budget counts as the violation it is.
+        """
         trial = self._running(trial_id)
         trial.status, trial.reason = FAILED, reason
         trial.metrics.update({k: float(v) for k, v in (metrics or {}).items()})
         trial.finish_time = float(self.clock() if finish_time is None else finish_time)
         trial.finish_index = len(self.trials)
+        for c in self.constraints:
+            if c.runtime and c.metric not in trial.metrics:
+                trial.metrics[c.metric] = trial.finish_time - trial.start_time
 
-    def best(self) -> Trial | None:
-        """The completed trial with the best objective (per ``mode``)."""
-        done = [tr for tr in self.trials if tr.status == COMPLETED]
+    def restart(self, trial_id: int, now: float | None = None) -> None:
+        """A running trial whose run was lost with the study process starts again now, with its
+        id, configuration and place in the query order; only its start time moves (so its
+        censoring window and elapsed time count from the new start)."""
+        self._running(trial_id).start_time = float(self.clock() if now is None else now)
+
+    def stop_time(self, trial_id: int) -> float | None:
+        """When a running trial passes limit x (1 + ``stop_margin``) of a run-time constraint
+        (None: no such rule, or the trial is not running)."""
+        tr = self._by_id[trial_id]
+        after = [a for a in (c.stop_after(self.settings.stop_margin) for c in self.constraints)
+                 if a is not None]
+        if tr.status != RUNNING or not after:
+            return None
+        return tr.start_time + min(after)
+
+    def trials_to_stop(self, now: float | None = None) -> list[int]:
+        """Running trials past their run-time budget by more than ``stop_margin`` at ``now``.
+
+        The orchestrator-facing rule (one implementation for the simulator and the Ray
+        orchestrator): stop each of them and report ``fail(trial_id, "TIMED_OUT")``; the objective
+        is then censored for good and the run-time metric defaults to the elapsed time, a known
+        violation g = margin.  Empty when ``stop_margin`` is None.
+        """
+        now = float(self.clock()) if now is None else now
+        due = [(self.stop_time(tr.trial_id), tr.trial_id) for tr in self.running]
+        return [tid for when, tid in due if when is not None and when <= now]
+
+    def next_stop_time(self) -> float | None:
+        """The earliest ``stop_time`` among running trials (for an event loop's timeout)."""
+        times = [w for w in (self.stop_time(tr.trial_id) for tr in self.running) if w is not None]
+        return min(times) if times else None
+
+    def best(self, feasible: bool = False) -> Trial | None:
+        """The completed trial with the best objective (per ``mode``), optionally feasible only."""
+        done = [tr for tr in self.trials if tr.status == COMPLETED
+                and (not feasible or all(c.observed(tr) <= 0 for c in self.constraints))]
         if not done:
             return None
         sign = 1.0 if self.settings.mode == "max" else -1.0
@@ -195,12 +314,29 @@ class Optimizer:
     def running(self) -> list[Trial]:
         return [tr for tr in self.trials if tr.status == RUNNING]
 
-    # --- one suggestion ---------------------------------------------------------------------
-
     def censored_targets(self, now: float | None = None) -> np.ndarray:
         """y~_{s,t} of every started trial if the next query were chosen at ``now`` (eq. 1)."""
         now = float(self.clock()) if now is None else now
         return self._censored(self._usable(now, len(self.trials))[1])
+
+    def constraint_targets(self, j: int = 0, now: float | None = None) -> np.ndarray:
+        """c~_{s,t} of every started trial for constraint j (004 §5, plus elapsed-time bounds)."""
+        now = float(self.clock()) if now is None else now
+        return self._constraint_view(j, self._window(now, len(self.trials)), now)[1]
+
+    # --- one suggestion ---------------------------------------------------------------------
+
+    def _window(self, now: float, t: int) -> float:
+        """The censoring window m in force for query t.  The baselines that ignore or
+        hallucinate pending trials have none (m = inf): 001 §6 and the authors' code count
+        their results whenever they arrive; the window belongs to censored feedback."""
+        if self.algorithm.pending != "censor":
+            return math.inf
+        return self.window.resolve(self.trials, now, t)
+
+    def _usable(self, now: float, t: int) -> tuple[float, list[Trial]]:
+        m = self._window(now, t)
+        return m, [tr for tr in self.trials if usable(tr, m, self.window.unit)]
 
     def _censored(self, done: list[Trial]) -> np.ndarray:
         y = np.zeros(len(self.trials))
@@ -208,54 +344,156 @@ class Optimizer:
             y[[tr.start_index for tr in done]] = self._targets(done)
         return y
 
-    def _usable(self, now: float, t: int) -> tuple[float, list[Trial]]:
-        m = self.window.resolve(self.trials, now, t)
-        return m, [tr for tr in self.trials if usable(tr, m, self.window.unit)]
+    def _constraint_view(self, j: int, m: float, now: float) -> tuple[list[Trial], np.ndarray]:
+        """Usable observations of constraint j and the censored targets c~_{s,t} of all trials.
+
+        004 §5: c~ = c_s if the value arrived within the window m, else 0.  With
+        ``use_elapsed_bound`` a run-time constraint departs from it (the product's improvement,
+        not the paper's): a finished or stopped trial's run time is known exactly whenever it
+        arrives, so it is never censored (censoring by delay would hide precisely the slow runs,
+        the violations, at g = 0), and a running trial whose elapsed time already exceeds the
+        budget enters with that lower bound g(elapsed) > 0 instead of 0.
+        """
+        c, unit = self.constraints[j], self.window.unit
+        aware = self.settings.use_elapsed_bound and c.runtime
+        done, y = [], np.zeros(len(self.trials))
+        for tr in self.trials:
+            value = c.observed(tr)
+            if value is not None:
+                if aware or tr.delay(unit) <= m:
+                    done.append(tr)
+                    y[tr.start_index] = value
+            elif aware:
+                y[tr.start_index] = max(c.lower_bound(tr, now), 0.0)
+        return done, y
 
     def _choose(self, now: float, t: int) -> np.ndarray:
+        s, algo = self.settings, self.algorithm
         m, done = self._usable(now, t)
-        self._sync_done(done)
-        self._maybe_refit(done)
-        post = self._posterior(done)
-        nu = self._nu(post, m, now, t)
+        y_all = self._censored(done)
+        post = self._fit_and_view(self.objective, done, y_all, self._targets)
+        beta = self._beta_t(t)
+        nu = self._nu(post, m, now, t, beta, s.b_y)
         self.last_nu = nu
-        C = candidate_set(self.space, self.rng, self.settings.n_candidates,
-                          incumbents=self._incumbents(done), n_local=self.settings.n_local,
-                          domain=self.domain)
+        C = candidate_set(self.space, self.rng, s.n_candidates,
+                          incumbents=self._incumbents(done), n_local=s.n_local, domain=self.domain)
+        f_est = self._estimate(post, nu, C, optimistic=+1.0)
+        smooth = algo.smooth and self.domain is None
+        if not self.constraints:
+            return maximize(f_est, C, self.space, smooth=smooth, n_starts=s.n_starts)
+        lo, hi = self._reward_range()
+        f_bound = self._f_bound()
+        g_ests = [self._constraint_estimate(j, m, now, t, C) for j in range(len(self.constraints))]
+        smooth = smooth and self.handler.g_estimate != "sample"
+
+        def h(U: np.ndarray) -> np.ndarray:      # on the objective's scale (module docstring)
+            return self.handler.score(t, lo + (hi - lo) * f_est(U), [g(U) for g in g_ests], f_bound)
+
+        x = maximize(h, C, self.space, smooth=smooth, n_starts=s.n_starts)
+        self.handler.after_choice(t, [float(g(x[None, :])[0]) for g in g_ests], f_bound)
+        return x
+
+    def _constraint_estimate(self, j: int, m: float, now: float, t: int,
+                             C: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+        """g_t of constraint j: the LCB, the algorithm's kind of estimate, or the round's sample."""
+        c, s = self.constraints[j], self.settings
+        if self.handler.g_estimate == "sample":
+            return lambda U: np.asarray(c.g(self._sample(c, t, [self.space.decode(u) for u in U])),
+                                        dtype=float)
+        done_c, yc_all = self._constraint_view(j, m, now)
+        post_g = self._fit_and_view(self.constraint_models[j], done_c, yc_all,
+                                    lambda trs: np.array([c.observed(tr) for tr in trs], dtype=float))
+        beta_g = self._beta_t(t) if s.beta_g is None else float(s.beta_g)
+        nu_g = self._nu(post_g, m, now, t, beta_g, s.b_c)        # v_t^g of 004 §5
+        if self.handler.g_estimate == "lcb":
+            return acq.shifted(post_g, -nu_g)
+        return self._estimate(post_g, nu_g, C, optimistic=-1.0)
+
+    def _sample(self, c: Constraint, t: int, configs: list[dict[str, Any]]) -> np.ndarray:
+        values = np.asarray(self.samplers[c.metric](configs, t), dtype=float).reshape(-1)
+        if len(values) != len(configs):
+            raise ValueError(f"sampler for {c.metric!r} returned {len(values)} values for "
+                             f"{len(configs)} configurations")
+        return values
+
+    def objective_posterior(self, now: float | None = None) -> Posterior:
+        """The objective posterior the next suggestion would use (normalized targets; no refit)."""
+        now = float(self.clock()) if now is None else now
+        _, done = self._usable(now, len(self.trials))
+        return self._fit_and_view(self.objective, done, self._censored(done), self._targets, refit=False)
+
+    def _fit_and_view(self, model: CensoredModel, done: list[Trial], y_all: np.ndarray,
+                      targets: Callable[[list[Trial]], np.ndarray], refit: bool = True) -> Posterior:
+        """Refit if due, then the posterior the algorithm's pending-trial rule asks for.
+
+        With ``sliding_window`` W (RPOL-SWUCB, 004 §6 / App. D) only the last W started trials
+        inform the posterior; the hyperparameters are still fit on every usable result, and the
+        variation-budget terms Gamma_t (which need the unknown path length P_T) are 0.
+        """
+        s = self.settings
+        model.sync(done)
+        if refit and self.algorithm.estimate != "random":
+            model.maybe_refit(done, targets(done), s.refit_every, s.fit_max_points,
+                              s.fit_restarts, self.rng)
+        if s.sliding_window:
+            recent = self.trials[-int(s.sliding_window):]
+            first = recent[0].start_index if recent else 0
+            kept = [tr for tr in done if tr.start_index >= first]
+            X = lambda trs: np.array([tr.x for tr in trs]).reshape(len(trs), self.space.dim)
+            return model.recent(self.algorithm.pending, X(recent), y_all[first:], X(kept), targets(kept))
+        by_id = self._by_id
+        y_done = targets([by_id[i] for i in model.done_ids])
+        return model.posterior(self.algorithm.pending, y_all, y_done)
+
+    def _estimate(self, post: Posterior, nu: float, C: np.ndarray,
+                  optimistic: float) -> Callable[[np.ndarray], np.ndarray]:
+        """h_t: UCB (objective) / LCB (constraint), TS draw on C, or RandGP-UCB."""
         est = self.algorithm.estimate
         if est == "ts":
-            return C[argmax(acq.thompson_sample(post, C, nu, self.rng))]
-        weight = nu if est == "ucb" else float(self.rng.normal(0.0, nu))
-        h = acq.shifted(post, weight)
-        smooth = self.domain is None
-        return maximize(h, C, self.space, smooth=smooth, n_starts=self.settings.n_starts)
+            return _on_candidates(C, acq.thompson_sample(post, C, nu, self.rng))
+        weight = optimistic * nu if est == "ucb" else float(self.rng.normal(0.0, nu))
+        return acq.shifted(post, weight)
+
+    def _start_round(self, t: int) -> None:
+        """Feed the handler the constraint values that arrived since the previous round, in
+        arrival order (004 App. C: Q_{t+1} uses the costs revealed at round t)."""
+        new = sorted((tr for tr in self.trials if tr.trial_id not in self._seen_constraint
+                      and tr.status != RUNNING), key=lambda tr: (tr.finish_index, tr.finish_time, tr.trial_id))
+        self._seen_constraint.update(tr.trial_id for tr in new)
+        arrived = [[v for v in (c.observed(tr) for tr in new) if v is not None] for c in self.constraints]
+        self.handler.start_round(t, arrived)
+
+    def _reward_range(self) -> tuple[float, float]:
+        """[lo, hi] of sign * objective that the GP's targets map to [0, 1] (001 footnote 6):
+        ``objective_bounds`` if known, else the observed range (001 §3.3's proxy)."""
+        sign = 1.0 if self.settings.mode == "max" else -1.0
+        if self.settings.objective_bounds is not None:
+            lo, hi = sorted(sign * np.asarray(self.settings.objective_bounds, dtype=float))
+            return float(lo), float(hi)
+        seen = [sign * tr.value for tr in self.trials if tr.status == COMPLETED]
+        lo = min(seen) if seen else 0.0
+        hi = max(seen) if seen else 1.0
+        return float(lo), float(hi if hi > lo else lo + 1.0)
+
+    def _f_bound(self) -> float:
+        """B, the bound on |f| that the handlers clip to (003 Alg. 1)."""
+        return float(max(abs(v) for v in self._reward_range()))
 
     def _targets(self, trials: list[Trial]) -> np.ndarray:
         """Objective mapped to [0, 1] with the known minimum at 0 (001 footnote 6), as maximization."""
         vals = np.array([tr.value for tr in trials], dtype=float)
         sign = 1.0 if self.settings.mode == "max" else -1.0
-        if self.settings.objective_bounds is not None:
-            lo, hi = sorted(sign * np.asarray(self.settings.objective_bounds, dtype=float))
-        else:
-            seen = [sign * tr.value for tr in self.trials if tr.status == COMPLETED]
-            lo = min(seen) if seen else 0.0
-            hi = max(seen) if seen else 1.0
-            hi = hi if hi > lo else lo + 1.0
+        lo, hi = self._reward_range()
         return np.clip((sign * vals - lo) / (hi - lo), 0.0, 1.0)
 
-    def _posterior(self, done: list[Trial]) -> Posterior:
-        pending = self.algorithm.pending
-        y_done = self._targets([self._by_id[i] for i in self._done_ids])
-        if pending == "censor":
-            return Posterior(self.gp_all, self._censored(done), self.gp_all)
-        if pending == "hallucinate":
-            return Posterior(self.gp_done, y_done, self.gp_all)
-        return Posterior(self.gp_done, y_done, self.gp_done)
+    def _beta_t(self, t: int) -> float:
+        gp = self.objective.gp_all
+        info_gain = 0.5 * (gp.log_det() - gp.n * math.log(gp.hyper.noise))
+        return self._beta(t + 1, info_gain)     # query t (0-based) is the paper's round t + 1
 
-    def _nu(self, post: Posterior, m: float, now: float, t: int) -> float:
-        """nu_t of eq. 2; the baselines use beta_t alone."""
-        info_gain = 0.5 * (self.gp_all.log_det() - self.gp_all.n * math.log(self.gp_all.hyper.noise))
-        beta = self._beta(max(t, 1), info_gain)
+    def _nu(self, post: Posterior, m: float, now: float, t: int, beta: float, bound: float) -> float:
+        """nu_t = beta_t + bound * sum of sigma over pending trials in the window (001 eq. 2; v_t^f,
+        v_t^g of 004 §5 with bound B_r, B_c); the baselines use beta_t alone."""
         if not self.algorithm.delay_bonus:
             return beta
         unit = self.window.unit
@@ -266,7 +504,7 @@ class Optimizer:
         if not terms:
             return beta
         sigma = post.std(np.vstack([tr.x for tr in terms]))
-        return acq.exploration_weight(beta, sigma, self.settings.b_y)
+        return acq.exploration_weight(beta, sigma, bound)
 
     def _incumbents(self, done: list[Trial], k: int = 5) -> np.ndarray | None:
         if not done:
@@ -283,42 +521,6 @@ class Optimizer:
                 2 ** int(np.ceil(np.log2(n))))
             return pts[t]
         return self.rng.random(self.space.dim)
-
-    # --- GP bookkeeping ---------------------------------------------------------------------
-
-    def _sync_done(self, done: list[Trial]) -> None:
-        """Keep ``gp_done`` on the usable results, appending in arrival order when possible."""
-        ids = {tr.trial_id for tr in done}
-        if not set(self._done_ids) <= ids:   # an "auto" window shrank: rebuild
-            self._done_ids = []
-            self.gp_done.reset(np.zeros((0, self.space.dim)))
-            self._done_base = 0
-        have = set(self._done_ids)
-        new = sorted((tr for tr in done if tr.trial_id not in have),
-                     key=lambda tr: (tr.finish_index, tr.trial_id))
-        for tr in new:
-            self._done_ids.append(tr.trial_id)
-            self.gp_done.append(tr.x)
-
-    def _maybe_refit(self, done: list[Trial]) -> None:
-        """Marginal-likelihood fit every ``refit_every`` usable results (001 App. C: every 10)."""
-        s = self.settings
-        if self.algorithm.estimate == "random" or len(done) < self._fit_n + s.refit_every:
-            return
-        if len(done) > s.fit_max_points:   # cap the O(n^3) fit; newest half kept, rest sampled
-            keep = s.fit_max_points // 2
-            older = self.rng.choice(len(done) - keep, s.fit_max_points - keep, replace=False)
-            sub = [done[i] for i in sorted(older)] + done[-keep:]
-        else:
-            sub = done
-        X = np.vstack([tr.x for tr in sub])
-        hyper = fit_hyperparameters(self.gp_all.kernel, X, self._targets(sub), self.gp_all.hyper,
-                                    self.rng, HyperBounds(), s.fit_restarts)
-        self.gp_all.set_hyperparameters(hyper)
-        self.gp_done.set_hyperparameters(hyper)
-        self._fit_n = len(done)
-        self._all_base = self.gp_all.n
-        self._done_base = self.gp_done.n
 
     def _make_beta(self) -> Callable[[int, float], float]:
         s = self.settings
@@ -347,9 +549,10 @@ class Optimizer:
             "space": self.space.to_dict(), "settings": asdict(self.settings),
             "domain": None if self.domain is None else self.domain.tolist(),
             "trials": [tr.to_dict() for tr in self.trials],
-            "hyper": self.gp_all.hyper.to_dict(),
-            "fit_n": self._fit_n, "all_base": self._all_base,
-            "done_ids": self._done_ids, "done_base": self._done_base,
+            "objective": self.objective.state_dict(),
+            "constraint_models": [m.state_dict() for m in self.constraint_models],
+            "handler": self.handler.state_dict(),
+            "seen_constraint": sorted(self._seen_constraint),
             "rng": self.rng.bit_generator.state,
         }
 
@@ -362,8 +565,8 @@ class Optimizer:
         os.replace(tmp, path)
 
     @classmethod
-    def from_state(cls, state: Mapping[str, Any], *,
-                   clock: Callable[[], float] = time.time) -> "Optimizer":
+    def from_state(cls, state: Mapping[str, Any], *, clock: Callable[[], float] = time.time,
+                   samplers: Mapping[str, Sampler] | None = None) -> "Optimizer":
         if state.get("format") != STATE_FORMAT:
             raise ValueError(f"not an optimizer state (format={state.get('format')!r})")
         if state.get("version") != STATE_VERSION:
@@ -371,25 +574,32 @@ class Optimizer:
                              f"(this version reads {STATE_VERSION})")
         settings = Settings.from_dict(state["settings"])
         domain = None if state["domain"] is None else np.asarray(state["domain"])
-        opt = cls(SearchSpace.from_dict(state["space"]), settings, clock=clock, domain=domain)
+        opt = cls(SearchSpace.from_dict(state["space"]), settings, clock=clock, domain=domain,
+                  samplers=samplers)
         opt.trials = [Trial.from_dict(d) for d in state["trials"]]
         opt._by_id = {tr.trial_id: tr for tr in opt.trials}
         opt.rng.bit_generator.state = state["rng"]
-        opt._fit_n, opt._all_base = state["fit_n"], state["all_base"]
-        opt._done_ids, opt._done_base = list(state["done_ids"]), state["done_base"]
-        # Replay the factorizations exactly as they happened: a full one at the last fit, then
-        # one appended row per input, so the factor (and the next suggestion) is bit-identical.
-        hyper = Hyperparameters.from_dict(state["hyper"])
-        opt.gp_all.hyper = opt.gp_done.hyper = hyper
-        X = np.vstack([tr.x for tr in opt.trials]) if opt.trials else np.zeros((0, opt.space.dim))
-        opt.gp_all.reset(X[: opt._all_base])
-        opt.gp_all.extend(X[opt._all_base:])
-        Xd = np.vstack([opt._by_id[i].x for i in opt._done_ids]) if opt._done_ids else X[:0]
-        opt.gp_done.reset(Xd[: opt._done_base])
-        opt.gp_done.extend(Xd[opt._done_base:])
+        opt.objective.load_state(state["objective"], opt.trials)
+        for model, st in zip(opt.constraint_models, state["constraint_models"]):
+            model.load_state(st, opt.trials)
+        opt.handler.load_state(state["handler"])
+        opt._seen_constraint = set(state["seen_constraint"])
         return opt
 
     @classmethod
-    def load(cls, path: str | os.PathLike, *, clock: Callable[[], float] = time.time) -> "Optimizer":
+    def load(cls, path: str | os.PathLike, *, clock: Callable[[], float] = time.time,
+             samplers: Mapping[str, Sampler] | None = None) -> "Optimizer":
         with open(path) as fh:
-            return cls.from_state(json.load(fh), clock=clock)
+            return cls.from_state(json.load(fh), clock=clock, samplers=samplers)
+
+
+def _on_candidates(C: np.ndarray, values: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+    """A function known only on the candidate set C (a Thompson draw), looked up by row."""
+
+    def h(U: np.ndarray) -> np.ndarray:
+        if U is C:
+            return values
+        idx = [int(np.flatnonzero(np.all(C == u, axis=1))[0]) for u in np.atleast_2d(U)]
+        return values[idx]
+
+    return h

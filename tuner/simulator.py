@@ -68,22 +68,35 @@ class SimulationResult:
     configs: list[dict[str, Any]]
     f_true: np.ndarray          # noise-free objective of each started trial
     start: np.ndarray
-    finish: np.ndarray
+    finish: np.ndarray          # when its worker freed (earlier than planned if it was stopped)
     f_opt: float | None
     suggest_seconds: np.ndarray  # wall time of each suggest() call
     optimizer: Optimizer = field(repr=False)
+    metrics_true: list[dict[str, float]] = field(default_factory=list)
+    stopped: np.ndarray | None = None   # stopped past its budget (Optimizer.trials_to_stop)
+
+    @property
+    def completed(self) -> np.ndarray:
+        """Trials whose result was observed (not stopped)."""
+        return ~self.stopped if self.stopped is not None else np.ones(len(self.start), dtype=bool)
+
+    def g_true(self, j: int = 0) -> np.ndarray:
+        """Noise-free value of constraint j for every started trial (the full run time for a
+        run-time budget, also for trials that were stopped early)."""
+        c = self.optimizer.constraints[j]
+        return np.array([c.g(m[c.metric]) for m in self.metrics_true])
 
     def simple_regret(self, horizon: int | None = None) -> np.ndarray:
         """r_T = f* - max f(x_s) over evaluations *completed* before query T (001 App. C).
 
-        ``nan`` until the first evaluation completes.
+        ``nan`` until the first evaluation completes; stopped trials never complete.
         """
         if self.f_opt is None:
             raise ValueError("simple regret needs f_opt (the optimum of the objective)")
         T = len(self.start) if horizon is None else horizon
         out = np.full(T, np.nan)
         for t in range(T):
-            done = self.finish <= self.start[t]
+            done = (self.finish <= self.start[t]) & self.completed
             if done.any():
                 out[t] = self.f_opt - self.f_true[done].max()
         return out
@@ -94,48 +107,76 @@ class SimulationResult:
         return np.cumsum(self.f_opt - self.f_true)
 
 
-def simulate(optimizer: Optimizer, objective: Callable[[Mapping[str, Any]], float],
+def simulate(optimizer: Optimizer, objective: Callable[[Mapping[str, Any]], Any],
              delay: DelayModel, n_trials: int, workers: int | None = None,
              noise_std: float = 0.0, seed: int = 0, f_opt: float | None = None,
-             progress: Callable[[int], None] | None = None) -> SimulationResult:
+             progress: Callable[[int], None] | None = None,
+             metric_noise: float = 0.0, time_limit: float | None = None) -> SimulationResult:
     """Run ``n_trials`` queries on a simulated clock (installed as the optimizer's clock).
 
-    ``progress(n_started)`` is called after every start.
+    ``objective(config)`` returns f or (f, metrics); metrics are reported with N(0,
+    metric_noise^2) noise, plus ``runtime`` = the trial's duration.  Trials the optimizer's
+    ``trials_to_stop`` names (``Settings.stop_margin``) are stopped at that moment and reported
+    with ``Optimizer.fail(reason="TIMED_OUT")``, which records their elapsed time; they report
+    no other metric.  ``progress(n_started)`` is called after every start.  ``time_limit``
+    (virtual workers only): no trial starts later than that simulated time, and every result and
+    stop up to it is delivered.
     """
     rng = np.random.default_rng(seed)
     clock = SimClock()
     optimizer.clock = clock
-    events: list[tuple[float, int, int]] = []   # (finish time, order, trial id)
+    events: list[tuple[float, int]] = []   # (planned finish time, trial id)
+    pending: dict[int, tuple[float, dict[str, float]]] = {}
     configs: list[dict[str, Any]] = []
-    f_true, start, finish, spent = [], [], [], []
+    f_true, start, finish, spent, metrics_true = [], [], [], [], []
+    stopped: list[bool] = []
 
     def launch(now: float) -> None:
         clock.now = now
         t0 = time.perf_counter()
         s = optimizer.suggest()
         spent.append(time.perf_counter() - t0)
-        f = float(objective(s.config))
+        out = objective(s.config)
+        f, metrics = (float(out[0]), dict(out[1])) if isinstance(out, tuple) else (float(out), {})
         d = delay(s.config, rng)
-        end = now + d + 0.5 if workers is None else now + d
+        metrics["runtime"] = d
+        end = now + d + (0.5 if workers is None else 0.0)
         configs.append(s.config)
         f_true.append(f)
+        metrics_true.append(metrics)
+        stopped.append(False)
         start.append(now)
         finish.append(end)
-        heapq.heappush(events, (end, s.trial_id, s.trial_id))
-        pending_values[s.trial_id] = f + noise_std * rng.standard_normal()
+        heapq.heappush(events, (end, s.trial_id))
+        reported = {k: v + (metric_noise * rng.standard_normal() if k != "runtime" else 0.0)
+                    for k, v in metrics.items()}
+        pending[s.trial_id] = (f + noise_std * rng.standard_normal(), reported)
         if progress is not None:
             progress(len(start))
 
-    def deliver_until(now: float) -> None:
-        while events and events[0][0] <= now:
-            end, _, tid = heapq.heappop(events)
-            clock.now = end
-            optimizer.tell(tid, pending_values.pop(tid), finish_time=end)
+    def next_event() -> float:
+        while events and events[0][1] not in pending:      # stopped before its planned end
+            heapq.heappop(events)
+        when = optimizer.next_stop_time()
+        return min(events[0][0] if events else math.inf, math.inf if when is None else when)
 
-    pending_values: dict[int, float] = {}
+    def advance_to(now: float) -> None:
+        """Deliver, in time order, every result and every stop due by ``now``."""
+        while (when := next_event()) <= now:
+            clock.now = when
+            if events and events[0][0] == when:
+                _, tid = heapq.heappop(events)
+                value, reported = pending.pop(tid)
+                optimizer.tell(tid, value, metrics=reported, finish_time=when)
+            for tid in optimizer.trials_to_stop(when):
+                pending.pop(tid)
+                optimizer.fail(tid, "TIMED_OUT", finish_time=when)
+                stopped[tid] = True
+                finish[tid] = when
+
     if workers is None:
         for t in range(n_trials):
-            deliver_until(float(t))
+            advance_to(float(t))
             launch(float(t))
     else:
         if workers < 1:
@@ -143,12 +184,14 @@ def simulate(optimizer: Optimizer, objective: Callable[[Mapping[str, Any]], floa
         for _ in range(min(workers, n_trials)):
             launch(0.0)
         while len(start) < n_trials:
-            now = events[0][0]
-            deliver_until(now)
-            for _ in range(min(workers - len(events), n_trials - len(start))):
+            now = next_event()
+            if time_limit is not None and now > time_limit:   # all events up to it delivered
+                break
+            advance_to(now)
+            for _ in range(min(workers - len(pending), n_trials - len(start))):
                 launch(now)
     return SimulationResult(configs, np.array(f_true), np.array(start), np.array(finish), f_opt,
-                            np.array(spent), optimizer)
+                            np.array(spent), optimizer, metrics_true, np.array(stopped, dtype=bool))
 
 
 @dataclass

@@ -1,0 +1,206 @@
+"""`tuner run` end to end on real Ray and a real MLflow sqlite store: every trial once in MLflow
+and once in the optimizer, failures and budget stops recorded with their status, Ctrl-C and
+--resume without a lost or duplicated trial, a two-node cluster, clear config errors."""
+
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from mlflow.tracking import MlflowClient
+
+from tuner.censoring import COMPLETED, FAILED, RUNNING
+from tuner.config import ConfigError, load_study
+from tuner.orchestrator import StudyRunner
+from tuner.progress import Progress
+
+FAST = {"n_candidates": 256, "n_local": 32, "n_starts": 1}
+
+
+def study(tmp_path: Path, **sections) -> dict:
+    base = {"study": "e2e", "trainable": "synthetic",
+            "trainable_options": {"time_scale": 0.1, "cv": 0.5},
+            "optimizer": dict(FAST), "run": {"trials": 12, "max_concurrent": 2, "seed": 0},
+            "mlflow": {"tracking_uri": f"sqlite:///{tmp_path}/mlflow.db"},
+            "output": str(tmp_path / "runs")}
+    for key, value in sections.items():
+        base[key] = {**base[key], **value} if isinstance(base.get(key), dict) else value
+    return base
+
+
+def child_runs(uri: str, experiment: str) -> tuple[object, list]:
+    client = MlflowClient(uri)
+    exp = client.get_experiment_by_name(experiment)
+    runs = client.search_runs([exp.experiment_id], max_results=1000)
+    parents = [r for r in runs if "mlflow.parentRunId" not in r.data.tags]
+    children = [r for r in runs if "mlflow.parentRunId" in r.data.tags]
+    assert len(parents) == 1
+    assert all(c.data.tags["mlflow.parentRunId"] == parents[0].info.run_id for c in children)
+    return parents[0], children
+
+
+def run_quietly(cfg, **kw):
+    out = io.StringIO()
+    result = StudyRunner(cfg, progress=Progress(stream=out), **kw).run()
+    return result, out.getvalue()
+
+
+def test_every_trial_once_in_mlflow_and_in_the_optimizer(ray_session, tmp_path):
+    cfg = load_study(study(tmp_path, trainable_options={"fail_above": 0.8}))
+    result, printed = run_quietly(cfg)
+    opt = result.optimizer
+    assert result.status == "FINISHED" and len(opt.trials) == 12
+    assert all(tr.status != RUNNING for tr in opt.trials)
+    parent, children = child_runs(cfg.mlflow["tracking_uri"], "e2e")
+    ids = sorted(int(c.data.tags["trial_id"]) for c in children)
+    assert ids == list(range(12))                                   # once each
+    for c in children:
+        tid = int(c.data.tags["trial_id"])
+        tr, outcome = opt.trials[tid], result.outcomes[tid]
+        assert c.data.tags["status"] == outcome["status"]
+        assert {k: float(v) for k, v in c.data.params.items()} == pytest.approx(
+            {k: float(v) for k, v in tr.config.items()})
+        assert int(c.data.tags["pending_at_suggest"]) == tr.pending_at_suggest
+        assert c.data.metrics["runtime"] == pytest.approx(tr.metrics["runtime"])
+        if outcome["status"] == "FINISHED":
+            assert tr.status == COMPLETED
+            assert c.data.metrics["accuracy"] == pytest.approx(tr.value)
+            assert c.data.metrics["train_time"] > 0 and c.data.tags["node"]
+        else:   # raised: x above fail_above
+            assert tr.status == FAILED and tr.config["x"] > 0.8
+            assert "RuntimeError: diverged" in c.data.tags["reason"]
+    assert all((o["status"] == "FAILED") == (opt.trials[t].config["x"] > 0.8)
+               for t, o in result.outcomes.items())
+    # the parent holds the study: params, progress metrics, config and trial table artifacts
+    assert parent.data.params["algorithm"] == "gp-ucb-sdf" and parent.data.params["trials"] == "12"
+    assert parent.data.metrics["finished"] == sum(o["status"] == "FINISHED"
+                                                  for o in result.outcomes.values())
+    client = MlflowClient(cfg.mlflow["tracking_uri"])
+    artifacts = {a.path for a in client.list_artifacts(parent.info.run_id)}
+    assert {"config.json", "trials.csv"} <= artifacts
+    assert (result.directory / "trials.csv").read_text().count("\n") == 13
+    assert f"{result.count('FINISHED')} finished" in printed
+
+
+def test_a_trial_past_its_budget_is_stopped_and_counts_as_a_violation(ray_session, tmp_path):
+    # Every run would sleep 2.4 s or more; the budget is 0.4 s, trials stop at 1.5 x 0.4 s.
+    cfg = load_study(study(tmp_path, study="slow", trainable_options={"time_scale": 4.0, "cv": 0.1},
+                           budget={"limit": 0.4, "stop_margin": 0.5},
+                           run={"trials": 4, "max_concurrent": 2}))
+    result, _ = run_quietly(cfg)
+    opt = result.optimizer
+    assert [o["status"] for o in result.outcomes.values()] == ["TIMED_OUT"] * 4
+    for tr in opt.trials:
+        assert tr.status == FAILED and 0.6 <= tr.metrics["runtime"] < 2.4   # stopped, not waited for
+        assert opt.constraints[0].observed(tr) >= 0.5          # g = runtime / T - 1, a violation
+    _, children = child_runs(cfg.mlflow["tracking_uri"], "slow")
+    assert sorted(c.data.tags["status"] for c in children) == ["TIMED_OUT"] * 4
+    assert all(c.data.metrics["g_runtime"] >= 0.5 for c in children)
+
+
+def test_wall_clock_limit_kills_the_running_trials(ray_session, tmp_path):
+    cfg = load_study(study(tmp_path, study="limited", trainable_options={"time_scale": 30.0},
+                           run={"trials": 10, "wall_clock_limit": 1.0, "max_concurrent": 2}))
+    result, _ = run_quietly(cfg)
+    assert [o["status"] for o in result.outcomes.values()] == ["KILLED", "KILLED"]
+    assert "wall_clock_limit" in result.outcomes[0]["reason"]
+    assert len(result.optimizer.trials) == 2
+
+
+def cli(*args, cwd, **kw):
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    return subprocess.Popen([sys.executable, "-m", "tuner.cli", *args], cwd=cwd, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **kw)
+
+
+def test_ctrl_c_then_resume_loses_and_duplicates_nothing(tmp_path):
+    cfg = study(tmp_path, study="resumable", run={"trials": 8, "max_concurrent": 2},
+                trainable_options={"time_scale": 0.4, "cv": 0.3})
+    path = tmp_path / "study.yaml"
+    path.write_text(json.dumps(cfg))                 # JSON is YAML
+    p = cli("run", str(path), cwd=tmp_path)
+    lines = []
+    for line in p.stdout:                           # wait for a few finished trials
+        lines.append(line)
+        if line.startswith("[") and "finished 3/" in line:
+            break
+    p.send_signal(signal.SIGINT)
+    out = "".join(lines) + p.communicate(timeout=120)[0]
+    assert p.returncode == 130, out
+    assert "interrupted" in out and "--resume" in out
+    state = json.loads((tmp_path / "runs" / "resumable" / "state.json").read_text())
+    statuses = [t["status"] for t in state["optimizer"]["trials"]]
+    assert 3 <= statuses.count("COMPLETED") < 8 and "RUNNING" in statuses
+
+    again = cli("run", str(path), cwd=tmp_path)
+    out2 = again.communicate(timeout=300)[0]
+    assert again.returncode == 2 and "--resume" in out2      # refuses to overwrite silently
+    resumed = cli("run", str(path), "--resume", cwd=tmp_path)
+    out3 = resumed.communicate(timeout=300)[0]
+    assert resumed.returncode == 0, out3
+    assert "interrupted trial(s) start again" in out3
+    state = json.loads((tmp_path / "runs" / "resumable" / "state.json").read_text())
+    trials = state["optimizer"]["trials"]
+    assert len(trials) == 8 and all(t["status"] == "COMPLETED" for t in trials)
+    _, children = child_runs(cfg["mlflow"]["tracking_uri"], "resumable")
+    assert sorted(int(c.data.tags["trial_id"]) for c in children) == list(range(8))
+
+
+def test_a_two_node_cluster_runs_trials_on_both_nodes(tmp_path):
+    from ray.cluster_utils import Cluster
+
+    cluster = Cluster(initialize_head=True, connect=False,
+                      head_node_args={"num_cpus": 1, "include_dashboard": False})
+    try:
+        cluster.add_node(num_cpus=1)
+        cluster.wait_for_nodes()
+        cfg = study(tmp_path, study="cluster", run={"trials": 6, "max_concurrent": 2},
+                    trainable_options={"time_scale": 0.5, "cv": 0.1})
+        path = tmp_path / "cluster.yaml"
+        path.write_text(json.dumps(cfg))
+        p = cli("run", str(path), "--address", cluster.address, cwd=tmp_path)
+        out = p.communicate(timeout=300)[0]
+        assert p.returncode == 0, out
+        assert cluster.address in out
+    finally:
+        cluster.shutdown()
+    state = json.loads((tmp_path / "runs" / "cluster" / "state.json").read_text())
+    nodes = {o["node"] for o in state["session"]["outcomes"].values()}
+    assert len(nodes) == 2
+    _, children = child_runs(cfg["mlflow"]["tracking_uri"], "cluster")
+    assert {c.data.tags["node"] for c in children} == nodes
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"colour": "red"}, "config: unknown key(s) ['colour']"),
+    ({"trainable": "xgboost"}, "unknown trainable 'xgboost'"),
+    ({"run": {"trials": 0}}, "run.trials: must be > 0"),
+    ({"run": {"max_concurrent": "two"}}, "run.max_concurrent: expected integer"),
+    ({"budget": {"limit": -1}}, "budget.limit: must be > 0"),
+    ({"budget": {"limit": 1, "metric": "memory"}}, "budget.metric: must be one of ['runtime', 'train_time']"),
+    ({"objective": {"mode": "maximize"}}, "objective.mode: must be one of ['max', 'min']"),
+    ({"optimizer": {"algorithm": "tpe"}}, "algorithm must be one of"),
+    ({"optimizer": {"mode": "min"}}, "optimizer.mode: set it as objective.mode"),
+    ({"space": {"x": {"type": "float", "low": 1, "high": 0}}}, "parameter 'x': low (1.0) must be < high"),
+    ({"trainable_options": {"epochs": 3}}, "unknown option(s) ['epochs'] for trainable 'synthetic'"),
+])
+def test_bad_configs_name_the_field(tmp_path, change, message):
+    cfg = {"trainable": "synthetic", **change}
+    with pytest.raises(ConfigError) as err:
+        load_study(cfg)
+    assert message in str(err.value)
+
+
+def test_cli_reports_config_errors_without_a_traceback(tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_text("trainable: svm\nrun: {trials: -3}\n")
+    p = subprocess.run([sys.executable, "-m", "tuner.cli", "run", str(path)], capture_output=True,
+                       text=True, cwd=tmp_path)
+    assert p.returncode == 2
+    assert "configuration error: run.trials: must be > 0" in p.stderr
+    assert "Traceback" not in p.stderr

@@ -1,0 +1,277 @@
+"""TunerSearch on a real (local) Ray cluster: Tuner runs in min/max mode, start points,
+failing trials, save/restore, bad input."""
+
+import json
+import random
+import sys
+import time
+
+import numpy as np
+import pytest
+import ray
+from ray import tune
+
+from tuner.censoring import COMPLETED, FAILED, RUNNING
+from tuner.space import SpaceError
+from tuner.tune_search import TunerSearch
+
+# Ray workers cannot import this test module: ship its functions (the trainables) by value.
+ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+FAST = dict(n_candidates=256, n_local=32, n_starts=1)   # cheaper suggestions; same code paths
+
+
+def quadratic(config):
+    time.sleep(random.uniform(0.01, 0.05))
+    loss = (config["x"] - 0.3) ** 2 + (config["y"] + 0.2) ** 2 + config["offset"]
+    tune.report({"loss": loss, "score": -loss})
+
+
+def run(tmp_path, trainable, searcher, param_space, num_samples, concurrency=2, name="exp"):
+    tuner = tune.Tuner(
+        trainable,
+        param_space=param_space,
+        tune_config=tune.TuneConfig(search_alg=searcher, num_samples=num_samples,
+                                    max_concurrent_trials=concurrency, reuse_actors=True),
+        run_config=tune.RunConfig(name=name, storage_path=str(tmp_path), verbose=0),
+    )
+    return tuner.fit()
+
+
+def check_reported_once(searcher, results, metric):
+    """Every Ray trial maps to its own optimizer trial, which got exactly its final metric."""
+    opt = searcher.optimizer
+    ids = searcher.trial_ids
+    assert len(results) == len(opt.trials) == len(ids)
+    assert sorted(ids.values()) == list(range(len(opt.trials)))
+    for r in results:
+        trial = opt.trials[ids[r.metrics["trial_id"]]]
+        assert trial.status == COMPLETED
+        assert trial.value == pytest.approx(r.metrics[metric])
+        assert {k: trial.config[k] for k in ("x", "y")} == {k: r.config[k] for k in ("x", "y")}
+
+
+SPACE = {"x": tune.uniform(-1.0, 1.0), "y": tune.uniform(-1.0, 1.0), "offset": 0.25}
+
+
+# Thresholds from 100 simulated runs of the same searcher on this function (2 workers, 20
+# trials): the best loss was at most 0.373 (limit 0.45), the median loss of the second half at
+# most 1.35 (limit 1.5); with the mode inverted (maximizing the loss) that median was at least
+# 1.81.  Random search reaches a best below 0.45 too, so the median is what tells the direction.
+def test_min_run_finds_a_value_near_the_minimum(ray_session, tmp_path):
+    searcher = TunerSearch(metric="loss", mode="min", seed=1, **FAST)
+    results = run(tmp_path, quadratic, searcher, SPACE, num_samples=20)
+    assert results.num_errors == 0 and len(results) == 20
+    check_reported_once(searcher, results, "loss")
+    assert all(r.config["offset"] == 0.25 for r in results)     # the constant was passed through
+    best = results.get_best_result(metric="loss", mode="min").metrics["loss"]
+    assert best < 0.25 + 0.2
+    later = [tr.value for tr in searcher.optimizer.trials[10:]]
+    assert float(np.median(later)) < 1.5, later                  # it searches downhill
+    assert searcher.optimizer.settings.mode == "min"
+    assert searcher.optimizer.best().value == pytest.approx(best)
+
+
+def test_max_run_with_the_plain_space_format(ray_session, tmp_path):
+    plain = {"x": {"type": "float", "low": -1.0, "high": 1.0},
+             "y": {"type": "float", "low": -1.0, "high": 1.0}}
+    searcher = TunerSearch(plain, metric="score", mode="max", seed=2, **FAST)
+    # param_space holds only a constant: Ray merges it, the searcher keeps its own space.
+    results = run(tmp_path, quadratic, searcher, {"offset": 0.0}, num_samples=20)
+    assert results.num_errors == 0 and len(results) == 20
+    check_reported_once(searcher, results, "score")
+    best = results.get_best_result(metric="score", mode="max").metrics["score"]
+    assert best > -0.2
+    later = [tr.value for tr in searcher.optimizer.trials[10:]]
+    assert float(np.median(later)) > -1.25, later                # it searches uphill
+    assert searcher.optimizer.settings.mode == "max"
+    assert searcher.optimizer.best().value == pytest.approx(best)
+
+
+def test_points_to_evaluate_come_first(ray_session, tmp_path):
+    points = [{"x": 0.9, "y": -0.9}, {"x": -0.5, "y": 0.5}, {"x": 0.1, "y": 0.1}]
+    searcher = TunerSearch(metric="loss", mode="min", points_to_evaluate=points, **FAST)
+    results = run(tmp_path, quadratic, searcher, SPACE, num_samples=5)
+    assert results.num_errors == 0 and len(results) == 5
+    check_reported_once(searcher, results, "loss")
+    by_ray_id = {r.metrics["trial_id"]: r for r in results}
+    first = sorted(searcher.trial_ids.items(), key=lambda kv: kv[1])[:3]
+    for (ray_id, opt_id), point in zip(first, points):
+        assert searcher.optimizer.trials[opt_id].config == point
+        cfg = by_ray_id[ray_id].config
+        assert {"x": cfg["x"], "y": cfg["y"]} == point and cfg["offset"] == 0.25
+    assert searcher.points_to_evaluate == []
+
+
+def flaky(config):
+    if config["x"] > 0.5:
+        raise RuntimeError("diverged")
+    loss = float("nan") if config["x"] < -0.8 else (config["x"] - 0.3) ** 2
+    tune.report({"loss": loss})
+
+
+def test_failing_trials_are_failed_in_the_optimizer_and_the_run_finishes(ray_session, tmp_path):
+    points = [{"x": 0.9}, {"x": -0.9}, {"x": 0.0}]   # raises, reports NaN, fine
+    searcher = TunerSearch(metric="loss", mode="min", points_to_evaluate=points, **FAST)
+    results = run(tmp_path, flaky, searcher, {"x": tune.uniform(-1.0, 1.0)}, num_samples=7)
+    assert len(results) == 7
+    opt = searcher.optimizer
+    assert len(opt.trials) == len(searcher.trial_ids) == 7
+    assert all(tr.status != RUNNING for tr in opt.trials)
+    by_x = {tr.config["x"]: tr for tr in opt.trials}   # an errored trial may report no trial_id
+    assert len(by_x) == 7
+    for r in results:
+        trial = by_x[r.config["x"]]
+        if r.config["x"] > 0.5:
+            assert r.error is not None
+            assert trial.status == FAILED and "error" in trial.reason
+        elif r.config["x"] < -0.8:
+            assert trial.status == FAILED and "not finite" in trial.reason
+        else:
+            assert r.error is None and trial.status == COMPLETED
+            assert trial.value == pytest.approx(r.metrics["loss"])
+    assert opt.trials[0].status == FAILED and opt.trials[1].status == FAILED
+    assert opt.trials[2].status == COMPLETED
+
+
+def costly(config):
+    # the score grows with x, the cost too: x > 0.4 breaks a budget of 1.0 on "cost"
+    tune.report({"score": config["x"] + 0.2 * config["y"], "cost": config["x"] / 0.4})
+
+
+def test_a_budget_keeps_the_search_feasible(ray_session, tmp_path):
+    space = {"x": tune.uniform(0.0, 1.0), "y": tune.uniform(0.0, 1.0)}
+    late_cost = {}
+    for budget in (None, 1.0):
+        searcher = TunerSearch(metric="score", mode="max", budget=budget, budget_metric="cost",
+                               seed=3, **FAST)
+        results = run(tmp_path, costly, searcher, space, num_samples=20, name=f"budget-{budget}")
+        assert results.num_errors == 0 and len(results) == 20
+        opt = searcher.optimizer
+        late_cost[budget] = max(tr.metrics["cost"] for tr in opt.trials[-4:])
+        if budget is not None:
+            assert [c.metric for c in opt.constraints] == ["cost"]
+            best = opt.best(feasible=True)
+            assert best is not None and best.metrics["cost"] <= 1.0 and best.config["x"] > 0.25
+    # RPOL trades violations early for the score; by the last suggestions it keeps to the budget
+    assert late_cost[1.0] <= 1.1 and late_cost[None] >= 1.5, late_cost
+
+
+def _drive(searcher, n, prefix, pending=0):
+    """n suggest/complete cycles with a deterministic objective; the last `pending` stay open."""
+    open_ids = []
+    for i in range(n):
+        tid = f"{prefix}{i}"
+        cfg = searcher.suggest(tid)
+        if i >= n - pending:
+            open_ids.append(tid)
+        elif i % 4 == 3:
+            searcher.on_trial_complete(tid, error=True)
+        else:
+            searcher.on_trial_complete(tid, {"loss": (cfg["x"] - 0.3) ** 2 + 0.1 * cfg["k"],
+                                             "time_total_s": 1.0})
+    return open_ids
+
+
+def test_save_restore_round_trip(tmp_path):
+    space = {"x": tune.uniform(-1.0, 1.0), "k": tune.randint(0, 4), "tag": "const"}
+    points = [{"x": 0.0, "k": 1}, {"x": 0.5, "k": 2}, {"x": -0.5, "k": 3}]
+    clock = iter(range(10_000))
+    searcher = TunerSearch(space, metric="loss", mode="min", points_to_evaluate=points,
+                           clock=lambda: float(next(clock)), refit_every=3, **FAST)
+    open_ids = _drive(searcher, 2, "a", pending=1)           # one start point still to come
+    path = tmp_path / "searcher.json"
+    searcher.save(str(path))
+    assert json.loads(path.read_text())["format"] == "tuner.tune_search"
+    assert [p.name for p in tmp_path.iterdir()] == ["searcher.json"]   # no temp file left
+
+    restored = TunerSearch()
+    restored.restore(str(path))
+    assert restored.metric == "loss" and restored.mode == "min"
+    assert restored.trial_ids == searcher.trial_ids
+    assert restored.points_to_evaluate == [points[2]]
+    fixed = lambda: 12345.0
+    searcher.optimizer.clock = restored.optimizer.clock = fixed
+    for s in (searcher, restored):   # the same history after the save on both
+        s.on_trial_complete(open_ids[0], {"loss": 0.2})
+    a, b = searcher.suggest("n0"), restored.suggest("n0")
+    assert a == b == {"tag": "const", **points[2]}
+    for s in (searcher, restored):
+        _drive(s, 8, "m")
+    a, b = searcher.suggest("n1"), restored.suggest("n1")
+    assert a == b and a["tag"] == "const"
+    assert searcher.optimizer.state_dict() == restored.optimizer.state_dict()
+
+    # Ray's own entry points (used when it checkpoints an experiment) go through save/restore.
+    searcher.save_to_dir(str(tmp_path), session_str="s1")
+    again = TunerSearch()
+    again.restore_from_dir(str(tmp_path))
+    again.optimizer.clock = fixed
+    assert again.suggest("n2") == searcher.suggest("n2")
+
+
+def test_unknown_and_repeated_completions_are_ignored(caplog):
+    searcher = TunerSearch({"x": tune.uniform(0.0, 1.0)}, metric="loss", mode="max", **FAST)
+    cfg = searcher.suggest("t0")
+    searcher.on_trial_complete("t0", {"loss": cfg["x"], "note": "text", "flag": True})
+    searcher.on_trial_complete("t0", {"loss": 5.0})
+    searcher.on_trial_complete("never-suggested", {"loss": 1.0})
+    assert len(searcher.optimizer.trials) == 1
+    tr = searcher.optimizer.trials[0]
+    assert tr.value == cfg["x"] and tr.metrics == {"loss": cfg["x"]}
+    searcher.suggest("t1")
+    searcher.on_trial_complete("t1", {"other": 1.0})
+    assert "missing" in searcher.optimizer.trials[1].reason
+
+
+def test_search_space_from_set_search_properties():
+    searcher = TunerSearch(metric="loss")
+    assert searcher.set_search_properties(None, "min", {"x": tune.loguniform(1e-3, 1.0),
+                                                        "c": tune.choice(["a", "b"]), "n": 3})
+    cfg = searcher.suggest("t0")
+    assert cfg["n"] == 3 and cfg["c"] in ("a", "b") and 1e-3 <= cfg["x"] <= 1.0
+    assert searcher.optimizer.settings.mode == "min"
+    # A space was given already: False, as Ray's searchers do.
+    assert not TunerSearch({"x": tune.uniform(0, 1)}).set_search_properties(
+        "loss", "min", {"y": tune.uniform(0, 1)})
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(algorithm="gp-magic"), "algorithm"),
+    (dict(mode="average"), "mode"),
+    (dict(n_candidates=0), "n_candidates"),
+    (dict(not_a_setting=1), "not_a_setting"),
+    (dict(space={"x": tune.uniform(0, 1)}, mode="min", points_to_evaluate=[{"y": 1}]), "lacks"),
+    (dict(space={"x": tune.uniform(0, 1)}, mode="min", points_to_evaluate=[{"x": 2.0}]),
+     "outside"),
+])
+def test_bad_arguments(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        TunerSearch(metric="loss", **kwargs)
+
+
+@pytest.mark.parametrize("space, match", [
+    ({"model": {"lr": tune.uniform(0, 1)}}, "'model/lr'.*nested"),
+    ({"x": tune.sample_from(lambda spec: 1.0)}, "'x'.*sample_from"),
+    ({"x": tune.grid_search([1, 2])}, "'x'.*grid_search"),
+    ({"x": 0.5}, "'x'.*plain format"),
+])
+def test_unsupported_spaces_are_rejected(space, match):
+    with pytest.raises(SpaceError, match=match):
+        TunerSearch(space, metric="loss", mode="min")
+    if not isinstance(space["x" if "x" in space else "model"], float):
+        with pytest.raises(SpaceError, match=match):
+            TunerSearch(metric="loss", mode="min").set_search_properties("loss", "min", space)
+
+
+def test_unsupported_param_space_fails_the_tuner(ray_session, tmp_path):
+    with pytest.raises(SpaceError, match="nested"):
+        run(tmp_path, quadratic, TunerSearch(metric="loss", mode="min"),
+            {"model": {"x": tune.uniform(0, 1)}}, num_samples=1)
+
+
+def test_missing_metric_mode_or_space_is_a_clear_error():
+    with pytest.raises(RuntimeError, match="metric"):
+        TunerSearch({"x": tune.uniform(0, 1)}).suggest("t0")
+    with pytest.raises(RuntimeError, match="no search space"):
+        TunerSearch(metric="loss", mode="min").suggest("t0")

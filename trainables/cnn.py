@@ -1,0 +1,56 @@
+"""Small CNN in torch trained with Adam (paper 001 §6.2, App. C.2).
+
+conv 3x3, 8 channels -> ReLU -> max-pool 3 -> fully connected 8 -> ReLU -> output, trained
+with Adam and inverse-time learning-rate decay (``training``).  Data: scikit-learn's 8x8
+digits by default (conv 8x8 -> 6x6, pool -> 2x2, 32 features), MNIST through torchvision when
+its files are at ``mnist_root`` (28x28 -> 26x26 -> 8x8, 512 features).  Learning rate and
+decay are searched on a log scale (the paper's code scales linearly; they span six decades).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from . import data, training
+from .options import DELAY, SPLIT, THREADS, Option, choice, directory, epochs_or_auto
+
+SPACE = training.space(128, 512)
+CONFIG = training.CONFIG_CHECKS
+AUTO_EPOCHS = {"digits": 80, "mnist": 1}
+OPTIONS = {
+    "dataset": Option("digits", choice(*data.IMAGES),
+                      "digits (scikit-learn 8x8, shipped) or mnist (files at mnist_root)"),
+    "mnist_root": Option("data", directory,
+                         "directory holding MNIST/raw/ with the four uncompressed IDX files"),
+    **SPLIT,
+    "epochs": Option("auto", epochs_or_auto,
+                     f"passes over the training data; auto = {AUTO_EPOCHS}"),
+    **THREADS,
+    **DELAY,
+}
+
+
+def make_model(side: int, n_classes: int) -> nn.Sequential:
+    """The paper's CNN for square single-channel images of ``side`` pixels."""
+    pooled = (side - 2) // 3
+    if pooled < 1:
+        raise ValueError(f"images of {side}x{side} pixels are too small for conv 3 + pool 3")
+    return nn.Sequential(
+        nn.Conv2d(1, 8, kernel_size=3), nn.ReLU(), nn.MaxPool2d(3), nn.Flatten(),
+        nn.Linear(8 * pooled * pooled, 8), nn.ReLU(), nn.Linear(8, n_classes))
+
+
+def run(config: dict, options: dict, seed: int) -> tuple[float, float]:
+    """Train on the split, return (validation accuracy, training seconds)."""
+    dataset = options["dataset"]
+    split = data.images(dataset, options["mnist_root"], options["val_fraction"],
+                        options["split_seed"])
+    epochs = AUTO_EPOCHS[dataset] if options["epochs"] == "auto" else options["epochs"]
+    with training.torch_trial(options["threads"], seed):
+        model = make_model(split.X_train.shape[-1], split.n_classes)
+        adam = torch.optim.Adam(model.parameters(), lr=config["lr"])
+        train_time = training.fit(model, adam, config["lr_decay"], split.X_train, split.y_train,
+                                  config["batch_size"], epochs)
+        acc = training.accuracy(model, split.X_val, split.y_val)
+    return acc, train_time

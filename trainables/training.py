@@ -1,0 +1,81 @@
+"""Minibatch training shared by the torch trainables (logistic regression, CNN).
+
+Learning-rate decay follows the paper authors' code: paper 001 App. C.2 tunes a "learning rate
+decay" in [1e-6, 1] without a formula, and its released code (github.com/daizhongxiang/BO-SDF)
+ships only the SVM experiment; the same authors' BO-BOS code tunes the same hyperparameter as
+Keras's ``decay`` optimizer argument, which is inverse-time decay per update:
+
+    lr_t = lr / (1 + decay * t),   t = number of optimizer steps (minibatches) taken so far.
+"""
+
+from __future__ import annotations
+
+import time
+from contextlib import contextmanager
+from typing import Iterator
+
+import torch
+from torch import nn
+
+from .options import integer, number
+
+CONFIG_CHECKS = {"batch_size": integer(1), "lr": number(0.0, low_open=True),
+                 "lr_decay": number(0.0)}
+
+
+def space(batch_low: int, batch_high: int) -> dict:
+    """Batch size, learning rate and decay: the hyperparameters both torch trainables tune."""
+    return {
+        "batch_size": {"type": "int", "low": batch_low, "high": batch_high},
+        "lr": {"type": "float", "low": 1e-6, "high": 1.0, "log": True},
+        "lr_decay": {"type": "float", "low": 1e-6, "high": 1.0, "log": True},
+    }
+
+
+@contextmanager
+def torch_trial(threads: int, seed: int) -> Iterator[None]:
+    """Run a trial with ``threads`` intra-op threads and torch's CPU generator seeded by
+    ``seed``; the caller's thread count and random state are restored afterwards."""
+    previous = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            yield
+    finally:
+        torch.set_num_threads(previous)
+
+
+def inverse_time_decay(optimizer: torch.optim.Optimizer,
+                       decay: float) -> torch.optim.lr_scheduler.LambdaLR:
+    """lr_t = lr / (1 + decay * t), stepped once per minibatch (see module docstring)."""
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda t: 1.0 / (1.0 + decay * t))
+
+
+def fit(model: nn.Module, optimizer: torch.optim.Optimizer, decay: float, X: torch.Tensor,
+        y: torch.Tensor, batch_size: int, epochs: int) -> float:
+    """Minimize cross-entropy over shuffled minibatches (the last one may be smaller) for
+    ``epochs`` passes; return the seconds this took (``time.perf_counter``)."""
+    loss_fn = nn.CrossEntropyLoss()
+    schedule = inverse_time_decay(optimizer, decay)
+    n = len(X)
+    model.train()
+    start = time.perf_counter()
+    for _ in range(epochs):
+        order = torch.randperm(n)
+        for i in range(0, n, batch_size):
+            idx = order[i:i + batch_size]
+            optimizer.zero_grad(set_to_none=True)
+            loss_fn(model(X[idx]), y[idx]).backward()
+            optimizer.step()
+            schedule.step()
+    return time.perf_counter() - start
+
+
+@torch.no_grad()
+def accuracy(model: nn.Module, X: torch.Tensor, y: torch.Tensor, chunk: int = 4096) -> float:
+    """Share of correctly classified rows (argmax of the logits), evaluated in chunks."""
+    model.eval()
+    correct = sum(int((model(X[i:i + chunk]).argmax(1) == y[i:i + chunk]).sum())
+                  for i in range(0, len(X), chunk))
+    return correct / len(X)

@@ -1,0 +1,372 @@
+"""Black-box constraints g(x) <= 0 and the rules (handlers) that trade the objective against them.
+
+Declaring a constraint (``Settings.constraints``, a list of mappings):
+
+==============  ==========  ====================================================================
+key             default     meaning
+==============  ==========  ====================================================================
+``metric``      (required)  the name of a metric every finished trial reports (``tell(metrics=)``)
+``limit``       (required)  the bound; a ``budget`` limit must be > 0
+``type``        ``budget``  ``budget``: g = value / limit - 1 (run time / T - 1);
+                            ``upper``: g = value - limit
+``runtime``     ``false``   the metric is the trial's run time: a running trial's elapsed time is
+                            a lower bound of it, ``fail()`` reports the elapsed time when the
+                            trial reports nothing, and ``Settings.stop_margin`` may stop the trial
+``observable``  ``false``   a noisy sample of g over the whole space is observable *before* each
+                            decision (paper 003 §4); only with handler ``scgp``, which then takes
+                            ``Optimizer(..., samplers={metric: fn})``
+==============  ==========  ====================================================================
+
+e.g. ``constraints=[{"metric": "runtime", "limit": 60, "type": "budget", "runtime": True}]``.
+
+Each bandit-feedback constraint gets its own censored GP (``tuner.model``, the same code as the
+objective's); a pending constraint value is censored to 0 as in paper 004 §5
+(c~_{s,t} = c_s 1{d_s <= min(m, t - s)}).
+
+Handlers (``Settings.constraint_handler``; options in ``Settings.handler_options``):
+
+=========  ==========================  ==========  ==================================================
+name       paper                       g_t         options (default)
+=========  ==========================  ==========  ==================================================
+``rpol``   004 eqs. 11-12, §4-§6,      LCB         ``q1`` (1.0): Q_1
+           App. C (delays), App. D
+           (``sliding_window``)
+``cbo``    003 Alg. 1 (UCB, TS,        the         ``rho`` (10): dual bound; ``horizon`` (100): T in
+           RandGP-UCB by algorithm)    algorithm's V = G sqrt(T) / rho; ``clip_f`` (null: the
+                                                   objective's bound max(|y_min|, |y_max|)): B;
+                                                   ``clip_g`` (1.0): G
+``penalty``000 Alg. 2 (noiseless,      the         ``epoch`` (20): S; ``update`` (``multiplicative``
+           multiplicative) and         algorithm's = Alg. 2, ``additive`` = Alg. 3); ``psi``
+           Alg. 3 (noisy, additive)                (``exp`` = eq. 10, ``poly`` = eq. 9); ``c`` (1.0),
+                                                   ``power`` (2.0): the constants of eqs. 9-10;
+                                                   ``step`` (0.5): mu of Alg. 3 (App. E.1.2)
+``scgp``   003 Alg. 2 (full            the         ``delta`` (1.0): Slater slack in
+           constraint information)     sample      V_t = delta sqrt(t) / (8 B); ``clip_f`` as cbo
+=========  ==========================  ==========  ==================================================
+
+"the algorithm's" g_t: the constraint estimate of the same kind as the objective's
+(``Settings.algorithm``): UCB -> LCB mu - nu sigma (optimistic for a cost), TS -> a joint draw,
+RandGP-UCB -> mu + Z sigma.  RPOL always uses the LCB (004 §3: the pessimistic-optimistic pair).
+
+All handlers see the objective's estimate on the objective's own scale (the reward
+sign * y mapped back from the GP's [0, 1] targets), so Q, phi, kappa weigh the same units as in
+the papers.  The state (Q, phi, kappa and epoch sums) is saved with the optimizer.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from .censoring import RUNNING, Trial
+
+CONSTRAINT_TYPES = ("budget", "upper")
+CONSTRAINT_KEYS = ("metric", "limit", "type", "runtime", "observable")
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """One constraint g <= 0 read from a reported metric (see the module docstring)."""
+
+    metric: str
+    limit: float
+    type: str = "budget"
+    runtime: bool = False
+    observable: bool = False
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any], where: str = "constraints") -> "Constraint":
+        if not isinstance(d, Mapping):
+            raise ValueError(f"{where}: expected a mapping with metric and limit, got {d!r}")
+        unknown = set(d) - set(CONSTRAINT_KEYS)
+        if unknown:
+            raise ValueError(f"{where}: unknown key(s) {sorted(unknown)}; allowed: {list(CONSTRAINT_KEYS)}")
+        if not isinstance(d.get("metric"), str) or not d.get("metric"):
+            raise ValueError(f"{where}.metric: the name of a reported metric is required (got {d.get('metric')!r})")
+        kind = d.get("type", "budget")
+        if kind not in CONSTRAINT_TYPES:
+            raise ValueError(f"{where}.type must be one of {list(CONSTRAINT_TYPES)} (got {kind!r})")
+        limit = d.get("limit")
+        if isinstance(limit, bool) or not isinstance(limit, (int, float)) or not math.isfinite(limit):
+            raise ValueError(f"{where}.limit: a finite number is required (got {limit!r})")
+        if (kind == "budget" or d.get("runtime", False)) and not limit > 0:
+            what = "a budget" if kind == "budget" else "a run-time limit"
+            raise ValueError(f"{where}.limit: {what} must be > 0 (got {limit!r})")
+        for key in ("runtime", "observable"):
+            if not isinstance(d.get(key, False), bool):
+                raise ValueError(f"{where}.{key} must be true or false (got {d.get(key)!r})")
+        if d.get("runtime", False) and d.get("observable", False):
+            raise ValueError(f"{where}: a run-time constraint cannot be observable before the run")
+        return cls(d["metric"], float(limit), kind, bool(d.get("runtime", False)),
+                   bool(d.get("observable", False)))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"metric": self.metric, "limit": self.limit, "type": self.type,
+                "runtime": self.runtime, "observable": self.observable}
+
+    def g(self, value: float | np.ndarray) -> float | np.ndarray:
+        return value / self.limit - 1.0 if self.type == "budget" else value - self.limit
+
+    def observed(self, trial: Trial) -> float | None:
+        """g of the value a finished trial reported (a stopped one: its elapsed time), else None."""
+        if trial.status == RUNNING or self.metric not in trial.metrics:
+            return None
+        return float(self.g(trial.metrics[self.metric]))
+
+    def lower_bound(self, trial: Trial, now: float) -> float | None:
+        """For a running trial of a run-time constraint: g >= g(elapsed) (right-censored)."""
+        if not self.runtime or trial.status != RUNNING:
+            return None
+        return float(self.g(max(now - trial.start_time, 0.0)))
+
+    def stop_after(self, margin: float | None) -> float | None:
+        """Elapsed time after which a running trial is stopped: limit x (1 + margin)."""
+        if margin is None or not self.runtime:
+            return None
+        return self.limit * (1.0 + margin)
+
+
+class Handler:
+    """Combines f_t and the g_t's into the score x_t maximizes; keeps its multipliers.
+
+    Per suggestion (round t = number of trials started before it, 0-based) the optimizer calls
+    ``start_round(t, arrived)`` with the constraint values that arrived since the previous round
+    (``arrived[j]``, in arrival order), then maximizes ``score``, then ``after_choice``.
+    """
+
+    name = "none"
+    g_estimate = "algorithm"        # "lcb", "algorithm" or "sample" (see the module docstring)
+
+    def __init__(self, n_constraints: int):
+        self.n = n_constraints
+
+    def start_round(self, t: int, arrived: Sequence[Sequence[float]]) -> None:
+        """Multiplier updates driven by arriving feedback."""
+
+    def score(self, t: int, f: np.ndarray, gs: Sequence[np.ndarray], f_bound: float) -> np.ndarray:
+        """The surrogate maximized in round t; ``f_bound`` bounds |f| (from the objective range)."""
+        raise NotImplementedError
+
+    def after_choice(self, t: int, g_at_x: Sequence[float], f_bound: float) -> None:
+        """Multiplier updates driven by the estimates at the chosen x_t."""
+
+    STATE: tuple[str, ...] = ()
+
+    def state_dict(self) -> dict[str, Any]:
+        return {k: np.asarray(getattr(self, k)).tolist() for k in self.STATE}
+
+    def load_state(self, state: Mapping[str, Any]) -> None:
+        for k in self.STATE:
+            setattr(self, k, np.asarray(state[k], dtype=float))
+
+
+class RPOL(Handler):
+    """Rectified pessimistic-optimistic learning (004 eqs. 11-12; delayed feedback: App. C).
+
+    x_t = argmax f^_t(x) - sum_j Q_j [g_j,t(x)]^+ with g_t the LCB (eq. 11), and, when the
+    costs c_l of the set L arrive in round t, Q_{t+1} = max(Q_t + sum_{l in L} c_l^+, sqrt t),
+    Q_1 = 1 (eq. 12 / App. C).  One Q per constraint (004 footnote 1).
+    """
+
+    name = "rpol"
+    g_estimate = "lcb"
+    STATE = ("Q",)
+
+    def __init__(self, n_constraints: int, q1: float = 1.0):
+        super().__init__(n_constraints)
+        if not float(q1) > 0:
+            raise ValueError(f"handler_options.q1 must be > 0 (got {q1!r})")
+        self.Q = np.full(n_constraints, float(q1))
+
+    def start_round(self, t: int, arrived: Sequence[Sequence[float]]) -> None:
+        if t == 0:
+            return
+        for j in range(self.n):      # round t (0-based) follows round t - 1 + 1 = t (1-based)
+            self.Q[j] = max(self.Q[j] + sum(max(c, 0.0) for c in arrived[j]), math.sqrt(t))
+
+    def score(self, t: int, f: np.ndarray, gs: Sequence[np.ndarray], f_bound: float) -> np.ndarray:
+        return f - sum(q * np.maximum(g, 0.0) for q, g in zip(self.Q, gs))
+
+
+class CBO(Handler):
+    """Primal-dual constrained BO (003 Alg. 1).
+
+    x_t = argmax clip_B(f_t) - sum_j phi_j clip_G(g_j,t) (lines 3-6);
+    phi_{t+1} = Proj_[0, rho](phi_t + clip_G(g_t)(x_t) / V), V = G sqrt(T) / rho (line 7, Thm 1).
+    The dual step uses the estimate at the chosen point, so it needs no feedback and delays do
+    not touch it.  Rounds whose input the handler did not choose (the initial design, a
+    user-given config) make no dual step.
+    """
+
+    name = "cbo"
+    STATE = ("phi",)
+
+    def __init__(self, n_constraints: int, rho: float = 10.0, horizon: int = 100,
+                 clip_f: float | None = None, clip_g: float = 1.0):
+        super().__init__(n_constraints)
+        for key, v in (("rho", rho), ("clip_g", clip_g)):
+            if not float(v) > 0:
+                raise ValueError(f"handler_options.{key} must be > 0 (got {v!r})")
+        if isinstance(horizon, bool) or not isinstance(horizon, int) or horizon < 1:
+            raise ValueError(f"handler_options.horizon must be an integer >= 1 (got {horizon!r})")
+        if clip_f is not None and not float(clip_f) > 0:
+            raise ValueError(f"handler_options.clip_f must be > 0 or null (got {clip_f!r})")
+        self.rho, self.G = float(rho), float(clip_g)
+        self.B = None if clip_f is None else float(clip_f)
+        self.V = self.G * math.sqrt(int(horizon)) / self.rho
+        self.phi = np.zeros(n_constraints)                            # phi_1 = 0
+
+    def score(self, t: int, f: np.ndarray, gs: Sequence[np.ndarray], f_bound: float) -> np.ndarray:
+        B = self.B if self.B is not None else f_bound
+        s = np.clip(f, -B, B)
+        for phi, g in zip(self.phi, gs):
+            s = s - phi * np.clip(g, -self.G, self.G)
+        return s
+
+    def after_choice(self, t: int, g_at_x: Sequence[float], f_bound: float) -> None:
+        for j, g in enumerate(g_at_x):
+            step = float(np.clip(g, -self.G, self.G)) / self.V
+            self.phi[j] = min(max(self.phi[j] + step, 0.0), self.rho)
+
+
+class SCGP(Handler):
+    """SCGP-UCB (003 Alg. 2): the constraint's round-t sample g_t(.) is observed before deciding.
+
+    x_t = argmax clip_B(f_t(x)) - Q(t) / V_t g_t(x); Q(t+1) = [Q(t) + g_t(x_t) + eps_t]^+,
+    Q(1) = 0, eps_t = 1 / sqrt(t), V_t = delta sqrt(t) / (8 B) (Thm 3), t 1-based.
+    """
+
+    name = "scgp"
+    g_estimate = "sample"
+    STATE = ("Q",)
+
+    def __init__(self, n_constraints: int, delta: float = 1.0, clip_f: float | None = None):
+        super().__init__(n_constraints)
+        if not 0 < float(delta) <= 1:
+            raise ValueError(f"handler_options.delta must be in (0, 1] (got {delta!r})")
+        if clip_f is not None and not float(clip_f) > 0:
+            raise ValueError(f"handler_options.clip_f must be > 0 or null (got {clip_f!r})")
+        self.delta = float(delta)
+        self.B = None if clip_f is None else float(clip_f)
+        self.Q = np.zeros(n_constraints)
+
+    def _bound(self, f_bound: float) -> float:
+        return self.B if self.B is not None else f_bound
+
+    def score(self, t: int, f: np.ndarray, gs: Sequence[np.ndarray], f_bound: float) -> np.ndarray:
+        B = self._bound(f_bound)
+        V = self.delta * math.sqrt(t + 1) / (8.0 * B)
+        return np.clip(f, -B, B) - sum(q / V * g for q, g in zip(self.Q, gs))
+
+    def after_choice(self, t: int, g_at_x: Sequence[float], f_bound: float) -> None:
+        for j, g in enumerate(g_at_x):
+            self.Q[j] = max(self.Q[j] + float(g) + 1.0 / math.sqrt(t + 1), 0.0)
+
+
+PSI = ("exp", "poly")
+UPDATES = ("multiplicative", "additive")
+
+
+class Penalty(Handler):
+    """Epoch-based penalty method (000 Alg. 2: multiplicative; Alg. 3: additive).
+
+    Score f_t(x) - sum_j kappa_j Lambda(g_j,t(x)) (eq. 8) with Lambda = psi - 1 and
+    kappa <- kappa psi(epoch mean of g), kappa_1 = 1 (Alg. 2, psi of eq. 9 (cx+1)^n or eq. 10
+    exp(cx) for x >= 0, 1 below), or Lambda = identity and kappa <- [kappa + mu * epoch mean]^+,
+    kappa_1 = 0 (Alg. 3).  An epoch is S rounds.
+
+    Deviations, for asynchronous studies: (1) the paper runs a fresh IGP-UCB on the composite
+    observations f - kappa Lambda(g) in every epoch; here f and g keep their own GPs across
+    epochs and the composite is formed in the acquisition (UCB of f minus kappa Lambda of the LCB
+    of g is an upper confidence bound of the composite since Lambda is non-decreasing), because
+    the composite value of a pending trial is unknown and dropping earlier epochs wastes
+    expensive trials.  (2) The epoch mean is over the constraint values that *arrived* during the
+    epoch (the delayed-feedback reading of 004 App. C), not over the epoch's own inputs, most of
+    which are still running at the epoch's end; without delays the two coincide.  An epoch in
+    which nothing arrived carries its (empty) sum over.  (3) kappa is capped at 1e6 and the
+    exponent of eq. 10 at c x = 50 (the paper warns that eq. 10 overflows, §5.1).
+    """
+
+    name = "penalty"
+    STATE = ("kappa", "epoch_sum", "epoch_n")
+
+    def __init__(self, n_constraints: int, epoch: int = 20, update: str = "multiplicative",
+                 psi: str = "exp", c: float = 1.0, power: float = 2.0, step: float = 0.5):
+        super().__init__(n_constraints)
+        if update not in UPDATES:
+            raise ValueError(f"handler_options.update must be one of {list(UPDATES)} (got {update!r})")
+        if psi not in PSI:
+            raise ValueError(f"handler_options.psi must be one of {list(PSI)} (got {psi!r})")
+        if int(epoch) < 1:
+            raise ValueError(f"handler_options.epoch must be a positive integer (got {epoch!r})")
+        for key, v in (("c", c), ("step", step)):
+            if not float(v) > 0:
+                raise ValueError(f"handler_options.{key} must be > 0 (got {v!r})")
+        if not float(power) >= 1:
+            raise ValueError(f"handler_options.power must be >= 1 (got {power!r})")
+        self.epoch, self.update, self.psi_kind = int(epoch), update, psi
+        self.c, self.power, self.step = float(c), float(power), float(step)
+        self.kappa = np.full(n_constraints, 1.0 if update == "multiplicative" else 0.0)
+        self.epoch_sum = np.zeros(n_constraints)
+        self.epoch_n = np.zeros(n_constraints)
+
+    def psi(self, x: np.ndarray | float) -> np.ndarray:
+        """eq. 10: exp(c x) for x >= 0, 1 below; eq. 9: (c x + 1)^n for x >= 0, 1 below."""
+        xp = np.maximum(np.asarray(x, dtype=float), 0.0)
+        if self.psi_kind == "exp":
+            return np.exp(np.minimum(self.c * xp, 50.0))
+        return (self.c * xp + 1.0) ** self.power
+
+    def start_round(self, t: int, arrived: Sequence[Sequence[float]]) -> None:
+        for j, vals in enumerate(arrived):
+            self.epoch_sum[j] += float(np.sum(vals))
+            self.epoch_n[j] += len(vals)
+        if t == 0 or t % self.epoch:
+            return
+        for j in range(self.n):
+            if not self.epoch_n[j]:
+                continue
+            mean = self.epoch_sum[j] / self.epoch_n[j]
+            if self.update == "multiplicative":        # Alg. 2 line 4
+                self.kappa[j] = min(self.kappa[j] * float(self.psi(mean)), 1e6)
+            else:                                      # Alg. 3 line 4
+                self.kappa[j] = max(self.kappa[j] + self.step * mean, 0.0)
+            self.epoch_sum[j] = self.epoch_n[j] = 0.0
+
+    def score(self, t: int, f: np.ndarray, gs: Sequence[np.ndarray], f_bound: float) -> np.ndarray:
+        s = f
+        for k, g in zip(self.kappa, gs):
+            lam = self.psi(g) - 1.0 if self.update == "multiplicative" else g
+            s = s - k * lam
+        return s
+
+
+HANDLERS: dict[str, type[Handler]] = {h.name: h for h in (RPOL, CBO, Penalty, SCGP)}
+
+
+def handler_options(name: str) -> list[str]:
+    """The option names a handler accepts (its constructor's keywords)."""
+    return sorted(set(inspect.signature(HANDLERS[name].__init__).parameters) - {"self", "n_constraints"})
+
+
+def make_handler(name: str, n_constraints: int, params: Mapping[str, Any]) -> Handler:
+    """The handler called ``name``; unknown names and options are errors that list the allowed ones."""
+    if name not in HANDLERS:
+        raise ValueError(f"constraint_handler must be one of {list(HANDLERS)} (got {name!r})")
+    if not isinstance(params, Mapping):
+        raise ValueError(f"handler_options must be a mapping (got {params!r})")
+    allowed = handler_options(name)
+    unknown = set(params) - set(allowed)
+    if unknown:
+        raise ValueError(f"handler_options: unknown key(s) {sorted(unknown)} for {name}; "
+                         f"allowed: {allowed}")
+    try:
+        return HANDLERS[name](n_constraints, **params)
+    except (TypeError, ValueError) as exc:
+        if isinstance(exc, ValueError) and str(exc).startswith("handler_options"):
+            raise
+        raise ValueError(f"handler_options for {name}: {exc}") from None

@@ -1,0 +1,123 @@
+"""One censored GP model of one quantity (the objective, or a constraint), composed of:
+
+* ``gp_all``: a GP over every started trial (inputs appended at suggest time, in start order);
+  censoring (001 eq. 1, 004 §5) gives pending trials a fixed target;
+* ``gp_done``: a GP over usable results only (in arrival order), for the baselines that ignore
+  pending trials (mean and variance) or hallucinate them (mean only);
+* marginal-likelihood refits every k usable results;
+* ``recent``: the posterior from a subset of the inputs only (the sliding window of RPOL-SWUCB,
+  004 §6 / App. D), with the same hyperparameters.
+
+The optimizer owns one model for the objective and one per bandit-feedback constraint; what
+differs between them is only the target vector they are given.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from .censoring import Trial
+from .gp import GaussianProcess, HyperBounds, Hyperparameters, Posterior, fit_hyperparameters
+from .kernels import Kernel
+
+
+class CensoredModel:
+    def __init__(self, kernel: Kernel, hyper: Hyperparameters, domain: np.ndarray | None = None,
+                 bounds: HyperBounds | None = None):
+        self.gp_all = GaussianProcess(kernel, hyper)
+        self.gp_done = GaussianProcess(kernel, hyper)
+        if domain is not None:
+            self.gp_all.set_anchor(domain)
+            self.gp_done.set_anchor(domain)
+        self.bounds = bounds or HyperBounds()
+        self.done_ids: list[int] = []
+        self.all_base = 0     # inputs present at the last full factorization (for replay)
+        self.done_base = 0
+        self.fit_n = 0        # usable results at the last hyperparameter fit
+
+    def append(self, x: np.ndarray) -> None:
+        self.gp_all.append(x)
+
+    def sync(self, done: Sequence[Trial]) -> None:
+        """Keep ``gp_done`` on the usable results, appending in arrival order when possible."""
+        ids = {tr.trial_id for tr in done}
+        if not set(self.done_ids) <= ids:   # an "auto" window shrank: rebuild
+            self.done_ids = []
+            self.gp_done.reset(np.zeros((0, self.gp_done.dim)))
+            self.done_base = 0
+        have = set(self.done_ids)
+        for tr in sorted((tr for tr in done if tr.trial_id not in have),
+                         key=lambda tr: (tr.finish_index, tr.trial_id)):
+            self.done_ids.append(tr.trial_id)
+            self.gp_done.append(tr.x)
+
+    def maybe_refit(self, done: Sequence[Trial], y: np.ndarray, every: int, max_points: int,
+                    restarts: int, rng: np.random.Generator) -> bool:
+        """Marginal-likelihood fit every ``every`` usable results (001 App. C: every 10).
+
+        Above ``max_points`` results the fit uses the newest half plus a random sample of the
+        rest (the fit is O(n^3) per likelihood evaluation; the posterior still uses every point).
+        """
+        if len(done) < self.fit_n + every:
+            return False
+        idx = np.arange(len(done))
+        if len(done) > max_points:
+            keep = max_points // 2
+            older = rng.choice(len(done) - keep, max_points - keep, replace=False)
+            idx = np.concatenate([np.sort(older), idx[-keep:]])
+        X = np.vstack([done[i].x for i in idx])
+        hyper = fit_hyperparameters(self.gp_all.kernel, X, y[idx], self.gp_all.hyper, rng,
+                                    self.bounds, restarts)
+        self.gp_all.set_hyperparameters(hyper)
+        self.gp_done.set_hyperparameters(hyper)
+        self.fit_n = len(done)
+        self.all_base, self.done_base = self.gp_all.n, self.gp_done.n
+        return True
+
+    def posterior(self, pending: str, y_all: np.ndarray | None, y_done: np.ndarray) -> Posterior:
+        """censor: GP over all started trials with censored targets; ignore: usable results
+        only; hallucinate: mean from usable results, variance from all started trials."""
+        return _view(pending, self.gp_all, y_all, self.gp_done, y_done)
+
+    def recent(self, pending: str, X_all: np.ndarray, y_all: np.ndarray, X_done: np.ndarray,
+               y_done: np.ndarray) -> Posterior:
+        """``posterior`` as if only these inputs existed (sliding window: 004 App. D, posterior
+        from x_{t0..t-1}, t0 = max(1, t - W)).  Factorized afresh, O(W^3): the window drops its
+        oldest input every round, which an appended Cholesky factor cannot."""
+        views = []
+        for X in (X_all, X_done):
+            gp = GaussianProcess(self.gp_all.kernel, self.gp_all.hyper)
+            gp.reset(X.reshape(-1, self.gp_all.dim))
+            views.append(gp)
+        return _view(pending, views[0], y_all, views[1], y_done)
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"hyper": self.gp_all.hyper.to_dict(), "fit_n": self.fit_n, "all_base": self.all_base,
+                "done_ids": list(self.done_ids), "done_base": self.done_base}
+
+    def load_state(self, state: dict[str, Any], trials: Sequence[Trial]) -> None:
+        """Replay the factorizations as they happened: a full one at the last fit, then one
+        appended row per input, so the factor (and the next suggestion) is bit-identical."""
+        hyper = Hyperparameters.from_dict(state["hyper"])
+        self.gp_all.hyper = self.gp_done.hyper = hyper
+        self.fit_n, self.all_base = state["fit_n"], state["all_base"]
+        self.done_ids, self.done_base = list(state["done_ids"]), state["done_base"]
+        dim = self.gp_all.dim
+        X = np.vstack([tr.x for tr in trials]) if trials else np.zeros((0, dim))
+        self.gp_all.reset(X[: self.all_base])
+        self.gp_all.extend(X[self.all_base:])
+        by_id = {tr.trial_id: tr for tr in trials}
+        Xd = np.vstack([by_id[i].x for i in self.done_ids]) if self.done_ids else np.zeros((0, dim))
+        self.gp_done.reset(Xd[: self.done_base])
+        self.gp_done.extend(Xd[self.done_base:])
+
+
+def _view(pending: str, gp_all: GaussianProcess, y_all: np.ndarray | None,
+          gp_done: GaussianProcess, y_done: np.ndarray) -> Posterior:
+    if pending == "censor":
+        return Posterior(gp_all, y_all, gp_all)
+    if pending == "hallucinate":
+        return Posterior(gp_done, y_done, gp_all)
+    return Posterior(gp_done, y_done, gp_done)

@@ -1,0 +1,104 @@
+"""The plots a study's parent MLflow run holds: score and run time over the study's wall clock.
+
+``study_plots`` draws them from the trial records the tracker logs (``tuner.tracking``) and
+returns the PNG paths for ``StudyTracker.log_artifacts``.  Matplotlib with the Agg backend (no
+display needed).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Sequence
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402  (after choosing the backend)
+
+from .tracking import TrialRecord  # noqa: E402
+
+SCORE_PNG = "score_vs_wallclock.png"
+RUNTIME_PNG = "runtime_vs_budget.png"
+_STATUS_STYLE = {"FINISHED": ("tab:blue", "o"), "FAILED": ("tab:red", "x"),
+                 "KILLED": ("tab:gray", "s"), "TIMED_OUT": ("tab:orange", "v")}
+
+
+def feasible(record: TrialRecord) -> bool:
+    """All logged constraint values (metrics named ``g_*``, g <= 0 is feasible) are satisfied."""
+    return all(v <= 0 for k, v in record.metrics.items() if k.startswith("g_"))
+
+
+def best_so_far(records: Sequence[TrialRecord], metric: str, mode: str = "max"
+                ) -> list[tuple[float, float]]:
+    """(end time, best feasible score among the FINISHED trials ended by then), one point per
+    improvement, in end-time order."""
+    sign = 1.0 if mode == "max" else -1.0
+    out: list[tuple[float, float]] = []
+    for r in sorted(records, key=lambda r: r.end_time):
+        if r.status != "FINISHED" or metric not in r.metrics or not feasible(r):
+            continue
+        if not out or sign * r.metrics[metric] > sign * out[-1][1]:
+            out.append((r.end_time, r.metrics[metric]))
+    return out
+
+
+def study_plots(records: Sequence[TrialRecord], out_dir: str | os.PathLike, metric: str,
+                budget: float | None = None, mode: str = "max",
+                runtime_metric: str = "runtime") -> list[Path]:
+    """Write ``score_vs_wallclock.png`` (every finished trial's score at its end time, infeasible
+    ones hollow, and the best feasible score so far as a step line) and ``runtime_vs_budget.png``
+    (each trial's ``runtime_metric`` by trial id and status, with the budget as a line) into
+    ``out_dir``; returns their paths.  Time is seconds since the first trial started."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    t0 = min((r.start_time for r in records), default=0.0)
+    return [_score_plot(records, out / SCORE_PNG, metric, mode, t0),
+            _runtime_plot(records, out / RUNTIME_PNG, runtime_metric, budget)]
+
+
+def _score_plot(records: Sequence[TrialRecord], path: Path, metric: str, mode: str,
+                t0: float) -> Path:
+    fig, ax = plt.subplots(figsize=(7, 4))
+    done = [r for r in records if r.status == "FINISHED" and metric in r.metrics]
+    for ok, style in ((True, {"color": "tab:blue"}), (False, {"facecolors": "none",
+                                                             "edgecolors": "tab:red"})):
+        pts = [(r.end_time - t0, r.metrics[metric]) for r in done if feasible(r) == ok]
+        if pts:
+            ax.scatter(*zip(*pts), s=18, label="trial" if ok else "trial (infeasible)", **style)
+    best = best_so_far(records, metric, mode)
+    if best:
+        end = max(r.end_time for r in records) - t0
+        xs = [t - t0 for t, _ in best] + [end]
+        ys = [v for _, v in best] + [best[-1][1]]
+        ax.step(xs, ys, where="post", color="black", label="best so far")
+    ax.set_xlabel("wall-clock since the first trial started (s)")
+    ax.set_ylabel(metric)
+    ax.set_title(f"{metric} over wall-clock ({len(done)} finished of {len(records)} trials)")
+    return _save(fig, path)
+
+
+def _runtime_plot(records: Sequence[TrialRecord], path: Path, runtime_metric: str,
+                  budget: float | None) -> Path:
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for status, (color, marker) in _STATUS_STYLE.items():
+        pts = [(r.trial_id, r.metrics[runtime_metric]) for r in records
+               if r.status == status and runtime_metric in r.metrics]
+        if pts:
+            ax.scatter(*zip(*pts), color=color, marker=marker, s=20, label=status)
+    if budget is not None:
+        ax.axhline(budget, color="black", linestyle="--", label=f"budget {budget:g} s")
+    ax.set_xlabel("trial id")
+    ax.set_ylabel(f"{runtime_metric} (s)")
+    ax.set_title(f"{runtime_metric} per trial")
+    return _save(fig, path)
+
+
+def _save(fig: plt.Figure, path: Path) -> Path:
+    for ax in fig.axes:
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(loc="best", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

@@ -1,0 +1,423 @@
+"""Ray Tune searcher exposing the tuner's algorithms: ``TunerSearch``.
+
+Modelled on Ray's own searchers (``OptunaSearch``, ``HyperOptSearch``): the search space comes
+either from the constructor or from ``tune.Tuner(param_space=...)`` through
+``set_search_properties``; ``metric``/``mode`` from the constructor or ``tune.TuneConfig``.
+
+    from ray import tune
+    from tuner.tune_search import TunerSearch
+
+    def trainable(config):
+        tune.report({"loss": (config["x"] - 0.3) ** 2 + config["offset"]})
+
+    tuner = tune.Tuner(
+        trainable,
+        param_space={"x": tune.uniform(-1.0, 1.0), "lr": tune.loguniform(1e-4, 1e-1),
+                     "offset": 0.0},                # constants are passed through
+        tune_config=tune.TuneConfig(
+            search_alg=TunerSearch(metric="loss", mode="min"),
+            num_samples=20,
+            max_concurrent_trials=2,                # Ray wraps the searcher in a ConcurrencyLimiter
+        ),
+    )
+    best = tuner.fit().get_best_result(metric="loss", mode="min")
+
+How Ray's calls map onto the ask/tell ``Optimizer`` (``searcher.optimizer``):
+
+* ``suggest(ray_trial_id)``: the ``points_to_evaluate`` first, in order, each registered with
+  ``Optimizer.suggest(config=point)``; then ``Optimizer.suggest()``.  The trial's start time is
+  the moment Ray asks (the clock is wall time unless ``clock=`` is given), which, with
+  ``max_concurrent_trials``, is the moment a slot frees.  Ray trial id -> optimizer trial id is
+  kept in ``searcher.trial_ids``.
+* ``on_trial_complete(ray_trial_id, result, error)``: an error, a missing result, a missing,
+  non-numeric or non-finite ``result[metric]`` -> ``Optimizer.fail(id, reason)`` (the trial is
+  censored for good); otherwise ``Optimizer.tell(id, result[metric], metrics=...)`` with the
+  finite numeric entries of the result (``config/...`` entries excluded).  The *last* result a
+  trial reported is the one told (as for every Ray searcher).  Completions of unknown trial ids
+  (e.g. from a restored experiment) and repeated completions are ignored with a warning.
+* ``mode`` ("min"/"max") becomes the Optimizer's ``mode`` setting; the Optimizer maximizes
+  internally.  ``algorithm``, ``objective_bounds``, ``seed`` and any other keyword
+  (``window``, ``beta``, ``n_candidates``...; see ``tuner.optimizer.Settings``) are Optimizer
+  settings and are validated at construction.  ``clock=`` replaces the wall clock.
+* ``save(path)``/``restore(path)``: one versioned JSON file (written to a temp file, then
+  ``os.replace``) with ``Optimizer.state_dict()``, the id mapping, the remaining
+  ``points_to_evaluate``, ``metric``, ``mode``, the settings and the constants of the param
+  space; Ray calls them through ``save_to_dir``/``restore_from_dir`` when it checkpoints the
+  experiment, so ``tune.Tuner.restore`` continues the same study.
+
+Spaces: ``space`` may be a flat Ray Tune param space (``tune.uniform``, ``loguniform``,
+``randint``, ``lograndint``, ``choice``, q-variants; converted by ``tuner.tune_space.from_tune``)
+or the tuner's plain mapping format (``{"C": {"type": "float", "low": 1e-4, "high": 100,
+"log": True}, ...}``, read by ``SearchSpace.from_dict``).  A mapping that holds at least one Ray
+Tune domain (or ``grid_search``/``sample_from``) is read as a Ray param space, any other as the
+plain format.  In a Ray param space, entries without a domain (numbers, strings, nested dicts of
+constants) are constants: not searched, but returned in every suggested config.  Nested domains,
+``tune.sample_from`` and ``tune.grid_search`` are rejected with an error naming the parameter.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+import math
+import numbers
+import os
+import tempfile
+import time
+from typing import Any, Callable, Mapping
+
+import numpy as np
+from ray.tune.result import DEFAULT_METRIC
+from ray.tune.search import UNDEFINED_METRIC_MODE, UNDEFINED_SEARCH_SPACE, Searcher
+from ray.tune.search.variant_generator import parse_spec_vars
+from ray.util.debug import log_once
+
+from .optimizer import Optimizer, Settings
+from .space import Categorical, Float, Int, SearchSpace, SpaceError
+from .tune_space import from_tune
+
+logger = logging.getLogger(__name__)
+
+STATE_FORMAT = "tuner.tune_search"
+STATE_VERSION = 1
+
+__all__ = ["TunerSearch", "split_param_space"]
+
+
+# --- spaces ----------------------------------------------------------------------------------
+
+def split_param_space(space: Mapping[str, Any]) -> tuple[SearchSpace | None, dict[str, Any]]:
+    """``(searchable space or None, constants)`` of a Ray Tune param space or a plain-format space.
+
+    A mapping with at least one unresolved Ray Tune value (a ``Domain``, ``grid_search`` or
+    ``sample_from``/``eval``), at any depth, is a Ray param space; any other mapping is the
+    tuner's plain format (no constants).  For a Ray param space without any domain use
+    ``_split_ray_space`` directly (it returns ``None`` for the space).
+    """
+    if not isinstance(space, Mapping):
+        raise SpaceError(f"space must be a mapping of parameter names, got {type(space).__name__}")
+    _, domain_vars, grid_vars = parse_spec_vars(dict(space))
+    if domain_vars or grid_vars:
+        return _split_ray_space(space)
+    try:
+        return SearchSpace.from_dict(space), {}
+    except SpaceError as exc:
+        raise SpaceError(f"{exc} (the space holds no Ray Tune domain such as tune.uniform, so it "
+                         "was read as the tuner's plain format {name: {'type': ..., ...}})") from exc
+
+
+def _split_ray_space(config: Mapping[str, Any]) -> tuple[SearchSpace | None, dict[str, Any]]:
+    """Searchable part (top-level Ray Tune domains) and constants of a Ray Tune param space."""
+    if not isinstance(config, Mapping):
+        raise SpaceError(f"param_space must be a mapping, got {type(config).__name__}")
+    _, domain_vars, grid_vars = parse_spec_vars(dict(config))
+    for path, _ in grid_vars:
+        raise SpaceError(f"parameter '{'/'.join(map(str, path))}': tune.grid_search is not supported "
+                         "by TunerSearch (a grid is not a search space a GP can model); use "
+                         "tune.choice for a categorical parameter")
+    for path, _ in domain_vars:
+        if len(path) > 1:
+            raise SpaceError(f"parameter '{'/'.join(map(str, path))}': nested search spaces are not "
+                             "supported by TunerSearch; flatten the param_space")
+    unresolved = {path[0] for path, _ in domain_vars}
+    constants = {k: v for k, v in config.items() if k not in unresolved}
+    if not unresolved:
+        return None, constants
+    # ``from_tune`` rejects tune.sample_from / {"eval": ...} (both parsed as Function domains).
+    searchable = {path[0]: dom for path, dom in domain_vars}
+    return from_tune(searchable), constants
+
+
+def _native(value: Any) -> Any:
+    """numpy scalars -> Python scalars (so that configs stay JSON-serializable)."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _check_point(space: SearchSpace, point: Any, index: int) -> dict[str, Any]:
+    if not isinstance(point, Mapping):
+        raise ValueError(f"points_to_evaluate[{index}] must be a dict of parameter values, "
+                         f"got {point!r}")
+    missing = [name for name in space.names if name not in point]
+    if missing:
+        raise ValueError(f"points_to_evaluate[{index}] lacks parameter(s) {missing} "
+                         f"(the search space has {space.names})")
+    for name, p in space.params.items():
+        v = point[name]
+        try:
+            if isinstance(p, Categorical):
+                p.encode(v)
+            elif isinstance(p, (Float, Int)):
+                if not p.low <= float(v) <= p.high:
+                    raise SpaceError(f"value {v!r} is outside [{p.low}, {p.high}]")
+        except (SpaceError, TypeError, ValueError) as exc:
+            raise ValueError(f"points_to_evaluate[{index}], parameter '{name}': {exc}") from exc
+    return {k: _native(v) for k, v in point.items()}
+
+
+def _check_mode(mode: Any) -> None:
+    if mode not in ("min", "max"):
+        raise ValueError(f"mode must be 'min' or 'max' (got {mode!r}); TunerSearch optimizes a "
+                         "single metric")
+
+
+def _numeric_metrics(result: Mapping[str, Any]) -> dict[str, float]:
+    out = {}
+    for k, v in result.items():
+        if str(k).startswith("config/") or isinstance(v, (bool, np.bool_)):
+            continue
+        if isinstance(v, numbers.Real) and math.isfinite(float(v)):
+            out[str(k)] = float(v)
+    return out
+
+
+def _jsonable(value: Any) -> bool:
+    try:
+        json.dumps(value)
+        return True
+    except (TypeError, ValueError):
+        return False
+
+
+# --- the searcher ----------------------------------------------------------------------------
+
+class TunerSearch(Searcher):
+    """Ray Tune ``Searcher`` running the tuner's censored-feedback GP bandits (see module doc).
+
+    Args:
+        space: a flat Ray Tune param space (``tune.uniform``...) or the tuner's plain mapping
+            format.  Optional: without it, the ``param_space`` of ``tune.Tuner`` is used.
+        metric: the result key to optimize (or from ``tune.TuneConfig(metric=...)``).
+        mode: ``"min"`` or ``"max"`` (or from ``tune.TuneConfig(mode=...)``).
+        points_to_evaluate: configurations to run first, in order (each must give a value to
+            every searched parameter; extra keys are passed through to the trial).
+        algorithm: ``gp-ucb-sdf`` (default), ``gp-ts-sdf``, ``randgp-ucb``, ``gp-ucb``,
+            ``gp-bucb``, ``gp-bts``, ``asy-ts``, ``random``.
+        objective_bounds: known ``(min, max)`` of the metric, if any.
+        seed: seed of the optimizer's random numbers.
+        budget: a per-trial budget on ``budget_metric`` (seconds for the default
+            ``time_total_s``, which Ray Tune reports for every trial): the constraint
+            ``budget_metric / budget - 1 <= 0``, learned by its own GP and traded against the
+            objective by ``constraint_handler`` (default ``rpol``).  More constraints:
+            ``constraints=[{"metric": ..., "limit": ..., "type": "budget" | "upper"}]``.
+        budget_metric: the result key the budget applies to.
+        **optimizer_settings: any other ``tuner.optimizer.Settings`` field, plus ``clock``
+            (a function returning the time in seconds; ``time.time`` by default).
+
+    Example::
+
+        tune.Tuner(trainable, param_space={"x": tune.uniform(0, 1)},
+                   tune_config=tune.TuneConfig(search_alg=TunerSearch(metric="loss", mode="min"),
+                                               num_samples=20, max_concurrent_trials=2))
+    """
+
+    def __init__(self, space: Mapping[str, Any] | SearchSpace | None = None, metric: str | None = None,
+                 mode: str | None = None, points_to_evaluate: list[dict] | None = None,
+                 algorithm: str = "gp-ucb-sdf", objective_bounds=None, seed: int = 0,
+                 budget: float | None = None, budget_metric: str = "time_total_s",
+                 **optimizer_settings: Any):
+        if metric is not None and not isinstance(metric, str):
+            raise ValueError(f"metric must be a single result key (got {metric!r}); TunerSearch "
+                             "optimizes a single metric")
+        if mode is not None:
+            _check_mode(mode)
+        super().__init__(metric=metric, mode=mode)
+        self._clock: Callable[[], float] = optimizer_settings.pop("clock", time.time)
+        if budget is not None:
+            # Not ``runtime``: the time since suggest() bounds Ray's time_total_s from above
+            # (it includes scheduling), so it is no lower bound of the metric.
+            optimizer_settings["constraints"] = [
+                *optimizer_settings.get("constraints", []),
+                {"metric": budget_metric, "limit": budget, "type": "budget"}]
+        if objective_bounds is not None:
+            objective_bounds = [float(objective_bounds[0]), float(objective_bounds[1])]
+        self._settings: dict[str, Any] = {"algorithm": algorithm,
+                                          "objective_bounds": objective_bounds,
+                                          "seed": int(seed), **optimizer_settings}
+        if "mode" in self._settings:
+            raise ValueError("pass mode as TunerSearch(mode=...), not as an optimizer setting")
+        # Validate every setting now (unknown names, bad values, unknown algorithm), not at the
+        # first suggestion deep inside a Ray run.
+        Settings.from_dict({**self._settings, "mode": mode or "max"}).validate()
+        if not _jsonable(self._settings):
+            raise ValueError("optimizer settings must be JSON-serializable (they are checkpointed)")
+
+        self._space: SearchSpace | None = None
+        self._constants: dict[str, Any] = {}
+        if isinstance(space, SearchSpace):
+            self._space = space
+        elif space:
+            self._space, self._constants = split_param_space(space)
+        if points_to_evaluate is not None and not isinstance(points_to_evaluate, (list, tuple)):
+            raise ValueError("points_to_evaluate must be a list of dicts")
+        self._points: list[dict[str, Any]] = [copy.deepcopy(p) for p in points_to_evaluate or []]
+        self.optimizer: Optimizer | None = None
+        self._trial_ids: dict[str, int] = {}
+        self._setup()
+
+    # --- set-up ---------------------------------------------------------------------------------
+
+    def _setup(self) -> None:
+        """Build the Optimizer once the space and the mode are known."""
+        if self.optimizer is not None or self._space is None or not self._mode:
+            return
+        if self._metric is None:
+            self._metric = DEFAULT_METRIC   # as Ray's searchers do when only a mode is given
+        self._points = [_check_point(self._space, p, i) for i, p in enumerate(self._points)]
+        self.optimizer = Optimizer(self._space, clock=self._clock, mode=self._mode,
+                                   **self._settings)
+
+    def set_search_properties(self, metric: str | None, mode: str | None, config: dict,
+                              **spec: Any) -> bool:
+        """Take the space from ``tune.Tuner(param_space=...)`` (False if a space was given)."""
+        if self._space is not None:
+            return False
+        space, constants = _split_ray_space(config or {})
+        if space is None:
+            return False
+        if mode:
+            _check_mode(mode)
+        if metric is not None and not isinstance(metric, str):
+            raise ValueError(f"metric must be a single result key (got {metric!r})")
+        self._space, self._constants = space, constants
+        if metric:
+            self._metric = metric
+        if mode:
+            self._mode = mode
+        self._setup()
+        return True
+
+    # --- Ray Tune calls ---------------------------------------------------------------------------
+
+    def suggest(self, trial_id: str) -> dict | None:
+        if self._space is None:
+            raise RuntimeError(UNDEFINED_SEARCH_SPACE.format(cls=type(self).__name__, space="space"))
+        if not self._metric or not self._mode:
+            raise RuntimeError(UNDEFINED_METRIC_MODE.format(cls=type(self).__name__,
+                                                            metric=self._metric, mode=self._mode))
+        self._setup()
+        assert self.optimizer is not None
+        if trial_id in self._trial_ids:   # asked twice for the same trial: same answer
+            config = self.optimizer.trials[self._trial_ids[trial_id]].config
+            return {**copy.deepcopy(self._constants), **copy.deepcopy(config)}
+        if self._points:
+            point = self._points[0]
+            s = self.optimizer.suggest(config={k: point[k] for k in self._space.names})
+            self._points.pop(0)
+            config = {**point, **s.config}   # extra keys of the point are passed through
+        else:
+            s = self.optimizer.suggest()
+            config = s.config
+        self._trial_ids[trial_id] = s.trial_id
+        return {**copy.deepcopy(self._constants), **config}
+
+    def on_trial_complete(self, trial_id: str, result: dict | None = None,
+                          error: bool = False) -> None:
+        opt_id = self._trial_ids.get(trial_id)
+        if opt_id is None or self.optimizer is None:
+            logger.warning("TunerSearch: ignoring the completion of trial %s, which this searcher "
+                           "never suggested (e.g. a trial of a restored experiment)", trial_id)
+            return
+        metrics = _numeric_metrics(result or {})
+        reason = None
+        value = None
+        if error:
+            reason = "the trial raised an error (Ray Tune reported error=True)"
+        elif not result:
+            reason = "the trial ended without reporting a result"
+        elif self._metric not in result:
+            reason = f"metric '{self._metric}' missing from the trial's last result"
+        else:
+            try:
+                value = float(result[self._metric])
+            except (TypeError, ValueError):
+                reason = f"metric '{self._metric}' is not a number ({result[self._metric]!r})"
+            else:
+                if not math.isfinite(value):
+                    reason = f"metric '{self._metric}' is not finite ({value})"
+        try:
+            if reason is None:
+                self.optimizer.tell(opt_id, value, metrics=metrics)
+            else:
+                self.optimizer.fail(opt_id, reason, metrics=metrics)
+        except ValueError as exc:   # already told (e.g. a trial resumed after a restore)
+            logger.warning("TunerSearch: ignoring another completion of trial %s: %s", trial_id, exc)
+
+    # --- persistence ------------------------------------------------------------------------------
+
+    @property
+    def trial_ids(self) -> dict[str, int]:
+        """Ray trial id -> optimizer trial id, for every trial suggested so far."""
+        return dict(self._trial_ids)
+
+    @property
+    def points_to_evaluate(self) -> list[dict[str, Any]]:
+        """The start points not suggested yet."""
+        return copy.deepcopy(self._points)
+
+    def get_state(self) -> dict[str, Any]:
+        constants = {k: v for k, v in self._constants.items() if _jsonable(v)}
+        skipped = sorted(set(self._constants) - set(constants))
+        if skipped and log_once("tuner_search:constants"):
+            logger.warning("TunerSearch: constants %s of the param space are not JSON-serializable "
+                           "and are not checkpointed (Ray still passes them to the trials)", skipped)
+        return {
+            "format": STATE_FORMAT, "version": STATE_VERSION,
+            "metric": self._metric, "mode": self._mode, "settings": self._settings,
+            "space": None if self._space is None else self._space.to_dict(),
+            "constants": constants, "points_to_evaluate": self._points,
+            "trial_ids": self._trial_ids,
+            "optimizer": None if self.optimizer is None else self.optimizer.state_dict(),
+        }
+
+    def set_state(self, state: Mapping[str, Any]) -> None:
+        if state.get("format") != STATE_FORMAT:
+            raise ValueError(f"not a TunerSearch checkpoint (format={state.get('format')!r})")
+        if state.get("version") != STATE_VERSION:
+            raise ValueError(f"TunerSearch checkpoint version {state.get('version')!r} is not "
+                             f"supported (this version reads {STATE_VERSION})")
+        self._metric, self._mode = state["metric"], state["mode"]
+        self._settings = dict(state["settings"])
+        self._space = None if state["space"] is None else SearchSpace.from_dict(state["space"])
+        # Constants that could not be stored keep the values this instance already has.
+        self._constants = {**self._constants, **state["constants"]}
+        self._points = [dict(p) for p in state["points_to_evaluate"]]
+        self._trial_ids = {str(k): int(v) for k, v in state["trial_ids"].items()}
+        if state["optimizer"] is not None:
+            self.optimizer = Optimizer.from_state(state["optimizer"], clock=self._clock)
+            self._space = self.optimizer.space
+        else:
+            self.optimizer = None
+            self._setup()
+
+    def save(self, checkpoint_path: str) -> None:
+        """Write the state as JSON, atomically (temp file in the same directory, then os.replace)."""
+        try:
+            text = json.dumps(self.get_state())
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"TunerSearch state is not JSON-serializable ({exc}); use "
+                            "JSON-compatible choices and points_to_evaluate") from exc
+        path = os.fspath(checkpoint_path)
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)),
+                                   prefix=".tuner_search-", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w") as fh:
+                fh.write(text)
+            os.replace(tmp, path)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
+
+    def restore(self, checkpoint_path: str) -> None:
+        with open(checkpoint_path) as fh:
+            self.set_state(json.load(fh))
+
+    def save_to_dir(self, checkpoint_dir: str, session_str: str = "default") -> None:
+        # Ray only tolerates NotImplementedError here; an unserializable state must not end
+        # the experiment, only skip the searcher checkpoint.
+        try:
+            super().save_to_dir(checkpoint_dir, session_str)
+        except TypeError as exc:
+            if log_once("tuner_search:save_to_dir"):
+                logger.warning("TunerSearch: searcher checkpoint skipped: %s", exc)
