@@ -4,7 +4,8 @@ Eq. 1 gives a trial the objective's minimum while it runs and keeps it there *fo
 result arrives later than the window m.  This script measures what that costs, on W simulated
 workers (``tuner.simulator.simulate``) with heterogeneous run times, for these windows:
 
-    auto-iter   m = 2 x mean delay, counted in queries started (the current default)
+    auto-iter   m = 2 x mean delay, counted in queries started (paper 001 §6; the default before
+                this study, which made m = inf the default)
     auto-sec    m = 2 x mean run time, in seconds (App. A.4)
     2W-iter     m = 2W queries;  5W-iter  m = 5W queries
     inf         m = infinity: a result always counts once it arrives (pending trials are still
@@ -36,6 +37,8 @@ censored.  Rows are appended to ``runs.csv`` as they finish (a rerun resumes); t
     nice -n 10 python scripts/compare_windows.py                 # full study (hours, 2 processes)
     python scripts/compare_windows.py --quick                    # about a minute
     python scripts/compare_windows.py --report-only              # tables and plots from runs.csv
+    python scripts/compare_windows.py --paper-only --seeds 50    # section F only (minutes)
+    python scripts/compare_windows.py --pending-only --seeds 8   # section G only (about an hour)
 """
 
 from __future__ import annotations
@@ -387,6 +390,66 @@ def paper_report(path: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
+# --- censored feedback against the baselines that ignore running trials (section G) -------------
+
+PENDING_ALGOS = ("gp-ucb-sdf", "gp-ucb", "gp-ts-sdf", "asy-ts")
+
+
+def pending_grid(seeds: int, n: int) -> list[Job]:
+    """GP-UCB-SDF / GP-TS-SDF against GP-UCB / asy-TS, all with m = inf (a result counts when it
+    arrives; only the treatment of running trials differs), paired by seed."""
+    return [Job(p, W, rt, 1.0, 0, "inf", a, seed, n)
+            for seed in range(seeds) for p in PROBLEMS for W in (2, 8) for rt in ("indep", "corr")
+            for a in PENDING_ALGOS]
+
+
+def pending_report(path: Path, n: int) -> str:
+    rows = [r for r in _read_rows(path) if r["n"] == n]
+    if not rows:
+        return ""
+    budgets = [b for b in BUDGETS if b <= n] or [n]
+    key = lambda r: (r["problem"], r["workers"], r["runtime"], r["seed"])
+    by = {a: {key(r): r for r in rows if r["algorithm"] == a} for a in PENDING_ALGOS}
+    lines = ["## G. Censored feedback against ignoring running trials (m = inf for all)\n",
+             "Paired runs (same problem, W, run-time model and seed; cv 1.0, noise-free). Mean "
+             "normalized simple regret at b trials' worth of wall-clock; `geo`: geometric mean "
+             f"(regret floored at {FLOOR:g}); `wins`: share of paired runs where the censored method "
+             "has the lower regret at the largest budget; p: Wilcoxon signed-rank.\n",
+             "| pair | runs | " + " | ".join(f"@{b}" for b in budgets) + f" | geo @{budgets[-1]} | wins | p |",
+             "|---|---|" + "---|" * (len(budgets) + 3)]
+    for sdf, base in (("gp-ucb-sdf", "gp-ucb"), ("gp-ts-sdf", "asy-ts")):
+        common = sorted(set(by[sdf]) & set(by[base]))
+        if not common:
+            continue
+        cells = []
+        for b in budgets:
+            a = np.array([by[sdf][k][f"rt{b}"] for k in common])
+            c = np.array([by[base][k][f"rt{b}"] for k in common])
+            cells.append(f"{a.mean():.4f} vs {c.mean():.4f}")
+        b = budgets[-1]
+        a = np.array([by[sdf][k][f"rt{b}"] for k in common])
+        c = np.array([by[base][k][f"rt{b}"] for k in common])
+        geo = lambda v: float(np.exp(np.mean(np.log(np.maximum(v, FLOOR)))))
+        p = float(wilcoxon(a - c).pvalue) if np.any(a != c) else math.nan
+        lines.append(f"| {sdf} vs {base} | {len(common)} | " + " | ".join(cells)
+                     + f" | {geo(a):.5f} vs {geo(c):.5f} | {np.mean(a < c):.2f} | {_pval(p)} |")
+    lines.append("")
+    for sdf, base in (("gp-ucb-sdf", "gp-ucb"), ("gp-ts-sdf", "asy-ts")):
+        common = sorted(set(by[sdf]) & set(by[base]))
+        if not common:
+            continue
+        lines += [f"By slice, {sdf} vs {base}, mean regret @{budgets[-1]}:\n", "| slice | runs | "
+                  f"{sdf} | {base} |", "|---|---|---|---|"]
+        for field, i in (("problem", 0), ("workers", 1), ("runtime", 2)):
+            for v in sorted({k[i] for k in common}):
+                ks = [k for k in common if k[i] == v]
+                lines.append(f"| {field} = {v} | {len(ks)} | "
+                             f"{np.mean([by[sdf][k][f'rt{budgets[-1]}'] for k in ks]):.4f} | "
+                             f"{np.mean([by[base][k][f'rt{budgets[-1]}'] for k in ks]):.4f} |")
+        lines.append("")
+    return "\n".join(lines) + "\n"
+
+
 # --- the grid ---------------------------------------------------------------------------------
 
 
@@ -561,7 +624,8 @@ def report(path: Path, out: Path, n: int) -> str:
         if not sel:
             return
         add(f"## {title}\n")
-        add("### Against the current default (auto-iter), over all cells of this slice\n")
+        add("### Against auto-iter (paper 001's m = 2 mu, the default before this study), over all "
+            "cells of this slice\n")
         add("`ratio`: geometric mean over cells of mean regret / mean regret of auto-iter; `wins`: share "
             "of cells where the window's mean regret is lower; `paired diff`: mean over runs of "
             "(regret - regret of auto-iter, same cell and seed), Wilcoxon signed-rank p; `log10 ratio`: "
@@ -753,6 +817,10 @@ def main() -> None:
                     help="output directory (default docs/results/censoring_window; with --quick a "
                          "temporary directory)")
     ap.add_argument("--report-only", action="store_true", help="only rebuild tables and plots")
+    ap.add_argument("--paper-only", action="store_true",
+                    help="run only the paper's own setting (section F), not the main grid")
+    ap.add_argument("--pending-only", action="store_true",
+                    help="run only section G (censored feedback vs ignoring running trials)")
     args = ap.parse_args()
     seeds = args.seeds or (2 if args.quick else 20)
     n = args.n or (30 if args.quick else 100)
@@ -762,15 +830,21 @@ def main() -> None:
     path = out / "runs.csv"
     processes = max(1, min(args.processes, 2))
     paper_path = out / "paper_setting.csv"
-    if not args.report_only:
-        run_all(run_one, grid(args.quick, seeds, n), path, processes)
+    pending_path = out / "pending_rules.csv"
+    if args.pending_only and not args.report_only:
+        run_all(run_one, pending_grid(seeds, n), pending_path, processes)
+    elif not args.report_only:
+        if not args.paper_only:
+            run_all(run_one, grid(args.quick, seeds, n), path, processes)
         paper_windows = ("20", "inf") if args.quick else PAPER_WINDOWS
         run_all(run_paper, [PaperJob(w, s, 40 if args.quick else 200) for s in range(seeds)
                             for w in paper_windows], paper_path, processes)
     text = report(path, out, n)
     if paper_path.exists():
         text += "\n" + paper_report(paper_path)
-        (out / "tables.md").write_text(text)
+    if pending_path.exists():
+        text += "\n" + pending_report(pending_path, n)
+    (out / "tables.md").write_text(text)
     print(text)
     print(f"wrote {out}/{{runs.csv, paper_setting.csv, tables.md, regret_vs_wallclock.png, "
           f"regret_vs_completed.png, regret_by_problem.png}}")

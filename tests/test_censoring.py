@@ -59,6 +59,20 @@ def test_baselines_count_a_late_result_whenever_it_arrives(algorithm):
     assert post.predict(opt.trials[0].x[None, :])[0][0] > 0.8
 
 
+def test_by_default_a_late_result_counts_when_it_arrives():
+    """Default m = inf (README, "Censoring window"): censored while running, never after."""
+    opt = Optimizer(SPACE, clock=SimClock(), seed=0, objective_bounds=(0.0, 1.0))
+    assert opt.window.size == float("inf")
+    first = opt.suggest().trial_id
+    for _ in range(30):
+        opt.suggest()
+    assert opt.censored_targets()[first] == 0.0         # pending: at the minimum
+    opt.tell(first, 0.9)
+    assert opt.censored_targets()[first] == 0.9
+    as_text = Optimizer(SPACE, window="inf", seed=0)     # YAML's "inf" as a string
+    assert as_text.window.size == float("inf")
+
+
 def test_time_window_follows_the_injected_clock():
     opt, clock = make(window_unit="seconds", window=10.0)
     fast = opt.suggest().trial_id

@@ -66,25 +66,32 @@ class Trial:
 
 @dataclass
 class Window:
-    """Censoring window m: a number of iterations or seconds, or "auto" (2 x mean delay).
+    """Censoring window m: a number of iterations or seconds, "inf", or "auto" (2 x mean delay).
 
-    "auto" follows paper 001 §6 (m = 2 mu).  The mean delay is estimated over all started
-    trials, counting a still-running trial at its current age: a lower bound that, unlike the
-    mean over finished trials only, is not biased towards the fast ones.  Before any trial has
-    started, or while every age is zero, the window is unbounded.
+    The default is m = inf: a pending trial is censored while it runs and its result counts
+    whenever it arrives.  Paper 001 §6 recommends m = 2 mu ("auto"); in simulated asynchronous
+    studies that censored 8.5 % of the results for good and left 2.3x the simple regret of
+    m = inf, which matched m = 2 mu in the paper's own setting (README, "Censoring window").
+    "auto" estimates the mean delay over all started trials, counting a still-running trial at
+    its current age: a lower bound that, unlike the mean over finished trials only, is not
+    biased towards the fast ones.  Before any trial has started, or while every age is zero,
+    the window is unbounded.  As m moves with the estimate, a result's status follows the
+    current m (a late result that a later, larger m covers counts again).
     """
 
     unit: str = "iterations"
-    size: float | str = "auto"
+    size: float | str = math.inf
 
     def __post_init__(self) -> None:
         if self.unit not in UNITS:
             raise ValueError(f"window.unit must be one of {list(UNITS)} (got {self.unit!r})")
+        if isinstance(self.size, str) and self.size.lower() in ("inf", ".inf", "infinity"):
+            self.size = math.inf
         if isinstance(self.size, str):
             if self.size != "auto":
-                raise ValueError(f"window.size must be a positive number or 'auto' (got {self.size!r})")
-        elif not (isinstance(self.size, (int, float)) and self.size > 0):
-            raise ValueError(f"window.size must be a positive number or 'auto' (got {self.size!r})")
+                raise ValueError(f"window.size must be a positive number, 'inf' or 'auto' (got {self.size!r})")
+        elif isinstance(self.size, bool) or not (isinstance(self.size, (int, float)) and self.size > 0):
+            raise ValueError(f"window.size must be a positive number, 'inf' or 'auto' (got {self.size!r})")
 
     def resolve(self, trials: Iterable[Trial], now: float, t: int) -> float:
         """The window m in force when query ``t`` is chosen at time ``now``."""

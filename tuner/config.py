@@ -10,6 +10,8 @@ A study file has these sections (see ``configs/``):
 
 from __future__ import annotations
 
+import math
+
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -86,7 +88,7 @@ def optimizer_settings(data: Any) -> Settings:
     if "window" in data and isinstance(data["window"], Mapping):   # window: {unit:, size:}
         w = check_section("optimizer.window", data.pop("window"), {
             "unit": Field((str,), "iterations", ("iterations", "seconds")),
-            "size": Field((int, float, str), "auto")})
+            "size": Field((int, float, str), math.inf)})
         data["window_unit"], data["window"] = w["unit"], w["size"]
     if "objective_bounds" in data and data["objective_bounds"] is not None:
         b = data["objective_bounds"]

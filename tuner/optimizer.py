@@ -46,7 +46,7 @@ class Settings:
     mode: str = "max"
     objective_bounds: tuple[float, float] | None = None
     window_unit: str = "iterations"
-    window: float | str = "auto"
+    window: float | str = math.inf     # censoring window m; "auto" = 2 x mean delay (001 §6)
     nu_terms: str = "pending"
     beta: float = 1.0
     beta_schedule: str = "constant"
@@ -546,7 +546,7 @@ class Optimizer:
     def state_dict(self) -> dict[str, Any]:
         return {
             "format": STATE_FORMAT, "version": STATE_VERSION,
-            "space": self.space.to_dict(), "settings": asdict(self.settings),
+            "space": self.space.to_dict(), "settings": self._settings_dict(),
             "domain": None if self.domain is None else self.domain.tolist(),
             "trials": [tr.to_dict() for tr in self.trials],
             "objective": self.objective.state_dict(),
@@ -555,6 +555,13 @@ class Optimizer:
             "seen_constraint": sorted(self._seen_constraint),
             "rng": self.rng.bit_generator.state,
         }
+
+    def _settings_dict(self) -> dict[str, Any]:
+        """The settings as strict JSON (an infinite window as "inf", which Window reads back)."""
+        d = asdict(self.settings)
+        if isinstance(d["window"], float) and math.isinf(d["window"]):
+            d["window"] = "inf"
+        return d
 
     def save(self, path: str | os.PathLike) -> None:
         """Write the state as JSON atomically (a crash never leaves half a file)."""
