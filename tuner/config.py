@@ -229,12 +229,10 @@ class StudyConfig:
         return self.mlflow["experiment"] or self.study
 
     def resolved(self) -> dict[str, Any]:
-        from dataclasses import asdict
-
         return {"study": self.study, "trainable": self.trainable,
                 "trainable_options": self.trainable_options, "space": self.space,
                 "objective": self.objective, "budget": self.budget,
-                "optimizer": asdict(self.settings), "run": self.run, "ray": self.ray,
+                "optimizer": self.settings.to_dict(), "run": self.run, "ray": self.ray,
                 "mlflow": self.mlflow, "output": self.output}
 
 

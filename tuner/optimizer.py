@@ -137,6 +137,13 @@ class Settings:
             raise ValueError(f"sliding_window must be an integer >= 2 or null (got {self.sliding_window!r})")
         make_handler(self.constraint_handler, len(cons), self.handler_options)
 
+    def to_dict(self) -> dict[str, Any]:
+        """The settings as strict JSON (an infinite window as "inf", which Window reads back)."""
+        d = asdict(self)
+        if isinstance(d["window"], float) and math.isinf(d["window"]):
+            d["window"] = "inf"
+        return d
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "Settings":
         allowed = set(cls.__dataclass_fields__)
@@ -546,7 +553,7 @@ class Optimizer:
     def state_dict(self) -> dict[str, Any]:
         return {
             "format": STATE_FORMAT, "version": STATE_VERSION,
-            "space": self.space.to_dict(), "settings": self._settings_dict(),
+            "space": self.space.to_dict(), "settings": self.settings.to_dict(),
             "domain": None if self.domain is None else self.domain.tolist(),
             "trials": [tr.to_dict() for tr in self.trials],
             "objective": self.objective.state_dict(),
@@ -555,13 +562,6 @@ class Optimizer:
             "seen_constraint": sorted(self._seen_constraint),
             "rng": self.rng.bit_generator.state,
         }
-
-    def _settings_dict(self) -> dict[str, Any]:
-        """The settings as strict JSON (an infinite window as "inf", which Window reads back)."""
-        d = asdict(self.settings)
-        if isinstance(d["window"], float) and math.isinf(d["window"]):
-            d["window"] = "inf"
-        return d
 
     def save(self, path: str | os.PathLike) -> None:
         """Write the state as JSON atomically (a crash never leaves half a file)."""
