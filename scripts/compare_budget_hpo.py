@@ -42,6 +42,8 @@ number of runs over budget; worker-seconds spent on runs over budget (their whol
 their result is infeasible or, if stopped, absent) and its share of all worker-seconds.
 
     python scripts/compare_budget_hpo.py --runs 40 --horizon 900 --out docs/results/constraints
+    python scripts/compare_budget_hpo.py --runs 40 --horizon 900 --out docs/results/constraints/window \
+        --methods "rpol+bound" "rpol+bound m=inf" "rpol+bound+stop0.5 m=inf" "rpol+bound+stop1.0 m=inf"
 """
 
 from __future__ import annotations
@@ -75,6 +77,8 @@ METHODS = {
     "penalty": {**PENALTY, **PLAIN},
     "rpol+bound": {**RPOL},
     "rpol+bound m=inf": {**RPOL, "window": "inf"},
+    "rpol+bound+stop0.5 m=inf": {**RPOL, "window": "inf", "stop_margin": 0.5},
+    "rpol+bound+stop1.0 m=inf": {**RPOL, "window": "inf", "stop_margin": 1.0},
     "rpol+stop0.2": {**RPOL, **PLAIN, "stop_margin": 0.2},
     "rpol+bound+stop0.2": {**RPOL, "stop_margin": 0.2},
     "rpol+stop0.5": {**RPOL, **PLAIN, "stop_margin": 0.5},
@@ -85,6 +89,11 @@ METHODS = {
     "cbo-ts+bound+stop0.2": {**CBO_TS, "stop_margin": 0.2},
     "penalty+bound+stop0.2": {**PENALTY, "stop_margin": 0.2},
 }
+
+
+# The plot shows these (the table has every method; budget_hpo_curves.npz every curve).
+PLOTTED = ("random", "gp-ucb-sdf", "gp-ucb", "rpol", "cbo-ts", "penalty", "rpol+bound",
+           "rpol+bound m=inf", "rpol+bound+stop0.5 m=inf")
 
 
 def one_run(args: tuple) -> tuple:
@@ -155,7 +164,12 @@ def main() -> None:
           f"wall clock {args.horizon:g} s\n",
           f"best feasible score of the job: {BudgetedTraining().best_feasible(LIMIT):.4f} "
           "(configuration with mean run time within the budget)\n", markdown_table(rows, cols)]
-    plot_panels([("best feasible accuracy", best), ("worker-seconds on over-budget runs", over)],
+    shown = [m for m in PLOTTED if m in names] if len(names) > len(PLOTTED) else names
+    np.savez_compressed(out / "budget_hpo_curves.npz", grid=grid,
+                        **{f"{k}|{m}": np.vstack(v[m]) for k, v in (("best", best), ("over", over))
+                           for m in names})
+    plot_panels([("best feasible accuracy", {m: best[m] for m in shown}),
+                 ("worker-seconds on over-budget runs", {m: over[m] for m in shown})],
                 f"budgeted HPO: {WORKERS} workers, budget {LIMIT:g} s ({args.runs} runs, mean and 25-75 %)",
                 out / "budget_hpo.png", x=grid, xlabel="simulated wall clock (s)")
     write_csv(rows, out / "budget_hpo_summary.csv")

@@ -11,7 +11,6 @@ A study file has these sections (see ``configs/``):
 from __future__ import annotations
 
 import math
-
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
