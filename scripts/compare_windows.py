@@ -66,7 +66,7 @@ from scipy.stats import qmc, wilcoxon  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tuner import Optimizer  # noqa: E402
-from tuner.censoring import COMPLETED, usable  # noqa: E402
+from tuner.censoring import COMPLETED  # noqa: E402
 from tuner.problems import gp_sample_1d  # noqa: E402
 from tuner.simulator import Poisson, RunTime, simulate  # noqa: E402
 from tuner.space import SearchSpace  # noqa: E402
@@ -273,10 +273,9 @@ def run_one(job: Job) -> dict[str, Any]:
         now = opt.clock()
         done = [tr for tr in opt.trials if tr.status == COMPLETED]
         if done and job.algorithm != "random":
-            m = opt.window.resolve(opt.trials, now, len(opt.trials))
             best = max(done, key=lambda tr: tr.value)
             inc_censored[0] += 1
-            inc_censored[1] += not usable(best, m, opt.window.unit)
+            inc_censored[1] += best.trial_id not in {tr.trial_id for tr in opt.counted(now)[1]}
         if now >= t_budget and sum(tr.status != "RUNNING" for tr in opt.trials) >= n:
             raise _BudgetReached
 
@@ -304,8 +303,9 @@ def run_one(job: Job) -> dict[str, Any]:
         row[f"rc{k}"] = (p.f_opt - best_by_done[k - 1]) / regret_scale if k <= n_final else math.nan
     done = [tr for tr in opt.trials if tr.status == COMPLETED]
     if job.algorithm != "random" and done:
-        m = opt.window.resolve(opt.trials, stop, len(opt.trials))
-        cens = [not usable(tr, m, opt.window.unit) for tr in done]
+        m, counted = opt.counted(stop)
+        ids = {tr.trial_id for tr in counted}
+        cens = [tr.trial_id not in ids for tr in done]
         best = int(np.argmax([f_true[tr.trial_id] for tr in done]))
         row.update(censored_end=float(np.mean(cens)), best_censored_end=float(cens[best]),
                    incumbent_censored=inc_censored[1] / max(inc_censored[0], 1), m_end=m)
@@ -355,11 +355,11 @@ def run_paper(job: PaperJob) -> dict[str, Any]:
 
     res = simulate(opt, fn, Poisson(10), job.T, seed=job.seed, f_opt=fn.f_opt, progress=progress)
     regret = res.simple_regret()
-    m = opt.window.resolve(opt.trials, opt.clock(), len(opt.trials))
+    ids = {tr.trial_id for tr in opt.counted()[1]}
     done = [tr for tr in opt.trials if tr.status == COMPLETED]
     row: dict[str, Any] = {k: getattr(job, k) for k in PaperJob.FIELDS}
     row.update({f"r{t}": regret[t - 1] for t in PAPER_MARKS if t <= job.T})
-    row.update(censored_end=float(np.mean([not usable(tr, m, opt.window.unit) for tr in done])),
+    row.update(censored_end=float(np.mean([tr.trial_id not in ids for tr in done])),
                nu_mean=float(np.mean(nus)) if nus else math.nan,
                nu_max=float(np.max(nus)) if nus else math.nan)
     return row

@@ -37,6 +37,7 @@ def test_result_arriving_after_its_window_stays_censored_for_good():
         opt.suggest()
     opt.tell(first, 0.9)
     assert opt.censored_targets()[0] == 0.0
+    assert opt.counted() == (2.0, [])
     for _ in range(20):
         opt.suggest()
     assert opt.censored_targets()[0] == 0.0
@@ -55,6 +56,7 @@ def test_baselines_count_a_late_result_whenever_it_arrives(algorithm):
     for _ in range(3):          # d = 3 > m = 2: GP-UCB-SDF would censor it for good
         opt.suggest()
     opt.tell(first, 0.9)
+    assert [tr.trial_id for tr in opt.counted()[1]] == [first]
     post = opt.objective_posterior()
     assert post.predict(opt.trials[0].x[None, :])[0][0] > 0.8
 

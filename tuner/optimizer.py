@@ -213,10 +213,9 @@ class Optimizer:
         now, t = float(self.clock()), len(self.trials)
         if self.constraints and self.algorithm.estimate != "random":
             self._start_round(t)
-        chosen = config is None and self.algorithm.estimate != "random" and t >= self.settings.n_initial
         if config is not None:
             x = self.space.encode(config)
-        elif not chosen:
+        elif self.algorithm.estimate == "random" or t < self.settings.n_initial:
             x = self._initial_point(t)
         else:
             x = self._choose(now, t)
@@ -227,9 +226,9 @@ class Optimizer:
         for c in self.constraints:
             if c.observable:     # the round's sample at x_t is known before the run (003 §4)
                 trial.metrics[c.metric] = float(self._sample(c, t, [trial.config])[0])
-        if not chosen and self.handler.g_estimate == "sample":
+        if self.handler.g_estimate == "sample":
             # SCGP's queue step needs only the round's sample at x_t (003 Alg. 2 line 7), known
-            # in rounds the handler did not choose too (initial design, a user's config).
+            # whoever chose x_t (the handler, the initial design or a user's config).
             self.handler.after_choice(t, [float(c.g(trial.metrics[c.metric])) for c in self.constraints],
                                       self._f_bound())
         self.trials.append(trial)
@@ -321,10 +320,15 @@ class Optimizer:
     def running(self) -> list[Trial]:
         return [tr for tr in self.trials if tr.status == RUNNING]
 
+    def counted(self, now: float | None = None) -> tuple[float, list[Trial]]:
+        """The window m in force at ``now`` and the completed trials whose results count (enter
+        the GP uncensored); every other completed trial is censored for good (eq. 1)."""
+        now = float(self.clock()) if now is None else now
+        return self._usable(now, len(self.trials))
+
     def censored_targets(self, now: float | None = None) -> np.ndarray:
         """y~_{s,t} of every started trial if the next query were chosen at ``now`` (eq. 1)."""
-        now = float(self.clock()) if now is None else now
-        return self._censored(self._usable(now, len(self.trials))[1])
+        return self._censored(self.counted(now)[1])
 
     def constraint_targets(self, j: int = 0, now: float | None = None) -> np.ndarray:
         """c~_{s,t} of every started trial for constraint j (004 §5, plus elapsed-time bounds)."""
@@ -397,7 +401,8 @@ class Optimizer:
             return self.handler.score(t, lo + (hi - lo) * f_est(U), [g(U) for g in g_ests], f_bound)
 
         x = maximize(h, C, self.space, smooth=smooth, n_starts=s.n_starts)
-        self.handler.after_choice(t, [float(g(x[None, :])[0]) for g in g_ests], f_bound)
+        if self.handler.g_estimate != "sample":     # SCGP's step is in suggest(), every round
+            self.handler.after_choice(t, [float(g(x[None, :])[0]) for g in g_ests], f_bound)
         return x
 
     def _constraint_estimate(self, j: int, m: float, now: float, t: int,
