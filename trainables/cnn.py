@@ -9,14 +9,17 @@ decay are searched on a log scale (the paper's code scales linearly; they span s
 
 from __future__ import annotations
 
-import torch
-from torch import nn
+from typing import TYPE_CHECKING
 
-from . import data, training
-from .options import DELAY, SPLIT, THREADS, Option, choice, directory, epochs_or_auto
+from . import data
+from .options import (DELAY, SGD_CONFIG, SPLIT, THREADS, Option, choice, directory, epochs_or_auto,
+                      sgd_space)
 
-SPACE = training.space(128, 512)
-CONFIG = training.CONFIG_CHECKS
+if TYPE_CHECKING:
+    from torch import nn
+
+SPACE = sgd_space(128, 512)
+CONFIG = SGD_CONFIG
 AUTO_EPOCHS = {"digits": 80, "mnist": 1}
 OPTIONS = {
     "dataset": Option("digits", choice(*data.IMAGES),
@@ -31,8 +34,10 @@ OPTIONS = {
 }
 
 
-def make_model(side: int, n_classes: int) -> nn.Sequential:
+def make_model(side: int, n_classes: int) -> "nn.Sequential":
     """The paper's CNN for square single-channel images of ``side`` pixels."""
+    from torch import nn   # imported where a trial runs, never where a study is validated
+
     pooled = (side - 2) // 3
     if pooled < 1:
         raise ValueError(f"images of {side}x{side} pixels are too small for conv 3 + pool 3")
@@ -43,6 +48,10 @@ def make_model(side: int, n_classes: int) -> nn.Sequential:
 
 def run(config: dict, options: dict, seed: int) -> tuple[float, float]:
     """Train on the split, return (validation accuracy, training seconds)."""
+    import torch
+
+    from . import training
+
     dataset = options["dataset"]
     split = data.images(dataset, options["mnist_root"], options["val_fraction"],
                         options["split_seed"])

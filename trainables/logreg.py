@@ -9,14 +9,11 @@ span six decades.
 
 from __future__ import annotations
 
-import torch
-from torch import nn
+from . import data
+from .options import DELAY, SGD_CONFIG, SPLIT, TABULAR_DATA, THREADS, Option, integer, sgd_space
 
-from . import data, training
-from .options import DELAY, SPLIT, TABULAR_DATA, THREADS, Option, integer
-
-SPACE = training.space(32, 128)
-CONFIG = training.CONFIG_CHECKS
+SPACE = sgd_space(32, 128)
+CONFIG = SGD_CONFIG
 OPTIONS = {
     **TABULAR_DATA,
     **SPLIT,
@@ -28,6 +25,11 @@ OPTIONS = {
 
 def run(config: dict, options: dict, seed: int) -> tuple[float, float]:
     """Train on the split, return (validation accuracy, training seconds)."""
+    import torch   # imported where a trial runs, never where a study is validated
+    from torch import nn
+
+    from . import training
+
     split = data.tabular(options["dataset"], options["val_fraction"], options["split_seed"],
                          options["standardize"])
     X_tr, y_tr = torch.tensor(split.X_train), torch.tensor(split.y_train)

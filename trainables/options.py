@@ -108,3 +108,18 @@ def resolve(name: str, specs: Mapping[str, Option], options: Mapping[str, Any] |
         except ValueError as exc:
             raise ValueError(f"option '{key}' of trainable '{name}': {exc}") from None
     return out
+
+
+# The hyperparameters both torch trainables (logistic regression, CNN) tune; declared here, free
+# of torch, so that validating a study never imports it.
+SGD_CONFIG: dict[str, Callable[[Any], Any]] = {
+    "batch_size": integer(1), "lr": number(0.0, low_open=True), "lr_decay": number(0.0)}
+
+
+def sgd_space(batch_low: int, batch_high: int) -> dict:
+    """Batch size, learning rate and decay: the search space of both torch trainables."""
+    return {
+        "batch_size": {"type": "int", "low": batch_low, "high": batch_high},
+        "lr": {"type": "float", "low": 1e-6, "high": 1.0, "log": True},
+        "lr_decay": {"type": "float", "low": 1e-6, "high": 1.0, "log": True},
+    }

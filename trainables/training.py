@@ -17,20 +17,6 @@ from typing import Iterator
 import torch
 from torch import nn
 
-from .options import integer, number
-
-CONFIG_CHECKS = {"batch_size": integer(1), "lr": number(0.0, low_open=True),
-                 "lr_decay": number(0.0)}
-
-
-def space(batch_low: int, batch_high: int) -> dict:
-    """Batch size, learning rate and decay: the hyperparameters both torch trainables tune."""
-    return {
-        "batch_size": {"type": "int", "low": batch_low, "high": batch_high},
-        "lr": {"type": "float", "low": 1e-6, "high": 1.0, "log": True},
-        "lr_decay": {"type": "float", "low": 1e-6, "high": 1.0, "log": True},
-    }
-
 
 @contextmanager
 def torch_trial(threads: int, seed: int) -> Iterator[None]:

@@ -69,7 +69,12 @@ def _run(args: argparse.Namespace) -> int:
                                                "tracking_uri", "algorithm", "output")}
     cfg = load_study(args.config or DEFAULT_STUDY, overrides)
     result = StudyRunner(cfg, resume=args.resume, fresh=args.fresh).run()
-    return 0 if result.status == "FINISHED" else 130
+    if result.status != "FINISHED":
+        return 130
+    if result.diagnosis is not None:
+        print(f"tuner: no trial finished: {result.diagnosis}", file=sys.stderr)
+        return 1
+    return 0
 
 
 def _plot_regret(regret: np.ndarray, path: Path, study: str, algorithm: str) -> None:
@@ -98,7 +103,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--max-concurrent", type=int, help="override run.max_concurrent")
     r.add_argument("--wall-clock-limit", type=float, help="override run.wall_clock_limit (seconds)")
     r.add_argument("--trial-timeout", type=float, help="override run.trial_timeout (seconds)")
-    r.add_argument("--budget", type=float, help="override budget.limit (seconds per trial)")
+    r.add_argument("--budget", help="override budget.limit: seconds per trial, or a multiple of "
+                   "the reference run measured at start-up, e.g. 1.5x")
     r.add_argument("--address", help="Ray cluster: auto, host:6379 or ray://host:10001 "
                    "(default: start a local Ray)")
     r.add_argument("--tracking-uri", help="MLflow tracking URI (default sqlite:///mlflow.db)")

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass, field
+import re
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -166,10 +167,37 @@ OBJECTIVE_SCHEMA = {
     "bounds": Field((list, None), None),
 }
 BUDGET_SCHEMA = {
-    "limit": Field((float,), required=True, positive=True),
+    "limit": Field((float, str), required=True, positive=True),   # seconds, or "1.5x"
+    "reference": Field((str, dict, None), None),   # relative limits: warmup (default) or a config
     "metric": Field((str,), "runtime", BUDGET_METRICS),
     "stop_margin": Field((float, None), None),
 }
+REFERENCES = ("warmup",)
+_MULTIPLE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*[xX]\s*$")
+
+
+def parse_limit(value: Any, name: str = "budget.limit") -> tuple[float, bool]:
+    """A budget limit: seconds (a number > 0) or a multiple of the reference run (``"1.5x"``).
+
+    Returns ``(number, relative)``; anything else raises ``ConfigError`` naming the field."""
+    if isinstance(value, str):
+        m = _MULTIPLE.match(value)
+        if m is None:
+            try:
+                value = float(value)
+            except ValueError:
+                raise ConfigError(f"{name}: expected seconds (a number > 0) or a multiple of the "
+                                  f"reference run such as '1.5x' (got {value!r})") from None
+        else:
+            value, relative = float(m.group(1)), True
+            if not value > 0:
+                raise ConfigError(f"{name}: the multiple must be > 0 (got {m.group(0).strip()!r})")
+            return value, relative
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+            or not value > 0:
+        raise ConfigError(f"{name}: expected seconds (a number > 0) or a multiple of the reference "
+                          f"run such as '1.5x' (got {value!r})")
+    return float(value), False
 RUN_SCHEMA = {
     "trials": Field((int,), 30, positive=True),
     "max_concurrent": Field((int,), 2, positive=True),
@@ -227,6 +255,18 @@ class StudyConfig:
     def experiment(self) -> str:
         return self.mlflow["experiment"] or self.study
 
+    @property
+    def budget_pending(self) -> bool:
+        """A relative budget whose limit in seconds is not measured yet (``with_budget``)."""
+        return self.budget is not None and self.budget["seconds"] is None
+
+    def with_budget(self, seconds: float, reference_seconds: float | None = None) -> "StudyConfig":
+        """This study with its budget limit resolved to ``seconds``: the budget becomes the
+        optimizer's run-time constraint (with ``stop_margin``)."""
+        assert self.budget is not None
+        budget = {**self.budget, "seconds": float(seconds), "reference_seconds": reference_seconds}
+        return replace(self, budget=budget, settings=_budget_settings(self.settings, budget))
+
     def resolved(self) -> dict[str, Any]:
         return {"study": self.study, "trainable": self.trainable,
                 "trainable_options": self.trainable_options, "space": self.space,
@@ -272,9 +312,7 @@ def load_study(source: str | Path | Mapping[str, Any],
         raise ConfigError(f"space: {exc}") from exc
     objective = check_section("objective", top["objective"],
                               {**OBJECTIVE_SCHEMA, "metric": Field((str,), trainable.objective)})
-    budget = check_section("budget", top["budget"], BUDGET_SCHEMA) if top["budget"] else None
-    if budget and budget["stop_margin"] is not None and budget["stop_margin"] < 0:
-        raise ConfigError(f"budget.stop_margin: must be >= 0 or null (got {budget['stop_margin']})")
+    budget = _budget_section(top["budget"]) if top["budget"] else None
     run = check_section("run", top["run"], RUN_SCHEMA)
     opt = dict(top["optimizer"] or {})
     for key, section in (("mode", "objective.mode"), ("objective_bounds", "objective.bounds")):
@@ -283,15 +321,55 @@ def load_study(source: str | Path | Mapping[str, Any],
     opt.setdefault("seed", run["seed"])
     opt["mode"] = objective["mode"]
     opt["objective_bounds"] = objective["bounds"]
-    if budget:
-        opt["constraints"] = list(opt.get("constraints") or []) + [
-            {"metric": budget["metric"], "limit": budget["limit"], "type": "budget",
-             "runtime": budget["metric"] == "runtime"}]
-        if budget["stop_margin"] is not None:
-            opt["stop_margin"] = budget["stop_margin"]
-    return StudyConfig(study, trainable.name, options, dict(space_spec), objective, budget,
-                       optimizer_settings(opt), run, check_section("ray", top["ray"], RAY_SCHEMA),
-                       _mlflow_section(top["mlflow"]), top["output"])
+    cfg = StudyConfig(study, trainable.name, options, dict(space_spec), objective, budget,
+                      optimizer_settings(opt), run, check_section("ray", top["ray"], RAY_SCHEMA),
+                      _mlflow_section(top["mlflow"]), top["output"])
+    if budget is None:
+        return cfg
+    if budget["relative"]:
+        if isinstance(budget["reference"], Mapping):
+            try:
+                trainable.check_config(budget["reference"])
+            except ValueError as exc:
+                raise ConfigError(f"budget.reference: {exc}") from None
+        cfg.with_budget(1.0)   # validates the constraint now; the limit is measured at start-up
+        return cfg
+    return cfg.with_budget(budget["seconds"])
+
+
+def _budget_section(data: Any) -> dict[str, Any]:
+    """The ``budget`` section: limit in seconds, or a multiple of a reference run measured on the
+    machine where the study runs (``limit: 1.5x``, ``reference: warmup``)."""
+    budget = check_section("budget", data, BUDGET_SCHEMA)
+    number, relative = parse_limit(budget["limit"])
+    if budget["stop_margin"] is not None and budget["stop_margin"] < 0:
+        raise ConfigError(f"budget.stop_margin: must be >= 0 or null (got {budget['stop_margin']})")
+    ref = budget["reference"]
+    if not relative and ref is not None:
+        raise ConfigError(f"budget.reference: only a relative limit such as '1.5x' uses a "
+                          f"reference run (budget.limit is {budget['limit']!r} s)")
+    if relative and ref is None:
+        ref = "warmup"
+    if isinstance(ref, str) and ref not in REFERENCES:
+        raise ConfigError(f"budget.reference: must be one of {list(REFERENCES)} or a mapping of "
+                          f"hyperparameters (got {ref!r})")
+    return {**budget, "limit": f"{number:g}x" if relative else number, "reference": ref,
+            "relative": relative, "multiple": number if relative else None,
+            "seconds": None if relative else number, "reference_seconds": None}
+
+
+def _budget_settings(settings: Settings, budget: Mapping[str, Any]) -> Settings:
+    """``settings`` plus the budget as a run-time constraint of ``budget["seconds"]``."""
+    extra = {"metric": budget["metric"], "limit": budget["seconds"], "type": "budget",
+             "runtime": budget["metric"] == "runtime"}
+    s = replace(settings, constraints=list(settings.constraints) + [extra])
+    if budget["stop_margin"] is not None:
+        s = replace(s, stop_margin=budget["stop_margin"])
+    try:
+        s.validate()
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"optimizer: {exc}") from exc
+    return s
 
 
 def _mlflow_section(data: Any) -> dict[str, Any]:
@@ -308,6 +386,6 @@ DEFAULT_STUDY: dict[str, Any] = {
     "study": "cnn-digits",
     "trainable": "cnn",
     "objective": {"metric": "accuracy", "mode": "max", "bounds": [0.0, 1.0]},
-    "budget": {"limit": 3.0, "metric": "runtime", "stop_margin": 1.0},
+    "budget": {"limit": "1.5x", "reference": "warmup", "metric": "runtime", "stop_margin": 1.0},
     "run": {"trials": 30, "max_concurrent": 2, "trial_timeout": 120.0},
 }

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import os
 import shutil
 import signal
@@ -43,7 +44,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 import numpy as np
 import ray
@@ -53,7 +54,10 @@ from .censoring import COMPLETED, RUNNING
 from .config import ConfigError, StudyConfig
 from .optimizer import Optimizer
 from .progress import Progress, Snapshot, summary_table
-from .tracking import StudyTracker, TrialRecord
+from .space import SearchSpace
+
+if TYPE_CHECKING:
+    from .tracking import StudyTracker, TrialRecord
 
 STATE_FORMAT = "tuner.study"
 STATE_VERSION = 1
@@ -105,6 +109,7 @@ class StudyResult:
     elapsed: float
     utilization: float
     unlogged: int
+    diagnosis: str | None = None      # why no trial finished, in one line (None: some did)
 
     def count(self, status: str) -> int:
         return sum(o["status"] == status for o in self.outcomes.values())
@@ -141,6 +146,7 @@ class StudyRunner:
         self.tracker: StudyTracker | None = None
         self._t0 = clock()
         self._to_log: list[int] = []   # recorded trials waiting for MLflow (after the refill)
+        self._warned_at = 0   # ended-trial count at which "nothing fits" was last checked
 
     # --- set-up -----------------------------------------------------------------------------
 
@@ -160,12 +166,17 @@ class StudyRunner:
         if not exists:
             if self.resume:
                 self.progress.message(f"--resume: no state at {self.state_path}; starting a new study")
-            self.optimizer = Optimizer(self.cfg.space, self.cfg.settings, clock=self.clock)
+            if not self.cfg.budget_pending:   # else: once the reference run has been measured
+                self.optimizer = Optimizer(self.cfg.space, self.cfg.settings, clock=self.clock)
             return []
         state = json.loads(self.state_path.read_text())
         if state.get("format") != STATE_FORMAT or state.get("version") != STATE_VERSION:
             raise ConfigError(f"{self.state_path} is not a study state this version reads "
                               f"(format {state.get('format')!r}, version {state.get('version')!r})")
+        old_budget = state["config"].get("budget") or {}
+        if self.cfg.budget_pending and old_budget.get("seconds") is not None:
+            # a relative budget keeps the limit measured when the study started
+            self.cfg = self.cfg.with_budget(old_budget["seconds"], old_budget.get("reference_seconds"))
         new = self.cfg.resolved()
         changed = [k for k in IDENTITY if json.dumps(state["config"][k], sort_keys=True, default=str)
                    != json.dumps(new[k], sort_keys=True, default=str)]
@@ -190,7 +201,13 @@ class StudyRunner:
             json.dump(state, fh, default=str)
         os.replace(tmp, self.state_path)
 
-    def _start_tracking(self) -> None:
+    def _start_tracking(self) -> float:
+        """Import MLflow, open the store and start (or reopen) the parent run; returns the seconds
+        it took.  Runs in a thread beside Ray's start-up (``run``); the budget's params follow in
+        ``_log_budget`` once it is measured."""
+        t0 = time.perf_counter()
+        from .tracking import StudyTracker   # mlflow's import alone takes seconds
+
         cfg = self.cfg
         self.tracker = StudyTracker(cfg.mlflow["tracking_uri"], cfg.experiment, self.dir,
                                     run_name=cfg.study)
@@ -198,30 +215,55 @@ class StudyRunner:
                   "objective": cfg.objective["metric"], "mode": cfg.objective["mode"],
                   "trials": cfg.run["trials"], "max_concurrent": cfg.run["max_concurrent"],
                   "cpus_per_trial": cfg.run["cpus_per_trial"], "seed": cfg.run["seed"],
-                  "space": json.dumps(cfg.space), "constraint_handler": cfg.settings.constraint_handler,
-                  "budget_limit": cfg.budget["limit"] if cfg.budget else None,
-                  "budget_metric": cfg.budget["metric"] if cfg.budget else None,
-                  "stop_margin": cfg.budget["stop_margin"] if cfg.budget else None}
+                  "space": json.dumps(cfg.space), "constraint_handler": cfg.settings.constraint_handler}
         self.session.run_id = self.tracker.start(params, {"study": cfg.study},
                                                  resume_run_id=self.session.run_id)
-        self.tracker.log_dict(cfg.resolved(), "config.json")
+        return time.perf_counter() - t0
+
+    def _log_budget(self) -> None:
+        """The budget as enforced (a relative one measured by now) and the resolved config."""
+        b = self.cfg.budget
+        if b is not None:
+            self.tracker.log_params({"budget_limit": b["seconds"], "budget_spec": b["limit"],
+                                     "budget_reference_seconds": b["reference_seconds"],
+                                     "budget_metric": b["metric"], "stop_margin": b["stop_margin"]})
+        self.tracker.log_dict(self.cfg.resolved(), "config.json")
 
     # --- the loop ---------------------------------------------------------------------------
 
     def run(self) -> StudyResult:
+        """Start Ray, warm the workers up, measure a relative budget, then run the trials; each
+        start-up step is printed with the seconds it took."""
         restart = self._prepare()
+        self.progress.message(self._banner(restart))
+        tracking = _InThread(self._start_tracking)   # MLflow starts while Ray does
+        started_here = not ray.is_initialized()
+        try:
+            if started_here:
+                with self.progress.phase(f"starting Ray ({self.cfg.ray['address'] or 'local'})"):
+                    _init_ray(self.cfg.ray["address"])
+            task = ray.remote(num_cpus=self.cfg.run["cpus_per_trial"], max_retries=0)(execute_trial)
+            self._warm_up()
+            if self.cfg.budget_pending:
+                self._measure_budget(task)
+            elif self.cfg.budget and self.cfg.budget["relative"]:
+                self.progress.message(f"budget: {self._budget_text()} (measured when the study "
+                                      "started; kept on --resume)")
+            took = tracking.result()
+            self.progress.message(f"MLflow {self.cfg.mlflow['tracking_uri']}, experiment "
+                                  f"'{self.cfg.experiment}': ready in {took:.1f} s (started "
+                                  "alongside Ray)")
+            self._log_budget()
+            self._log_unlogged()
+        except BaseException:
+            tracking.result(raise_error=False)
+            if started_here:
+                ray.shutdown()
+            raise
         opt = self.optimizer
         assert opt is not None
-        self._start_tracking()
-        self._log_unlogged()
-        started_here = not ray.is_initialized()
-        if started_here:
-            _init_ray(self.cfg.ray["address"])
-        task = ray.remote(num_cpus=self.cfg.run["cpus_per_trial"], max_retries=0)(execute_trial)
-        self._warm_up()
         self._t0 = self.clock()
         limit = self.cfg.run["wall_clock_limit"]
-        self.progress.message(self._banner(restart))
         try:
             with _StopOnSignal() as stop:
                 for tid in restart:
@@ -247,6 +289,7 @@ class StudyRunner:
                                         timeout=self._wait_time(limit))
                     for ref in ready:
                         self._collect(ref)
+                    self._warn_if_nothing_fits()
             status = KILLED if stop.requested else FINISHED
         except KeyboardInterrupt:   # a second Ctrl-C: stop at once
             status = KILLED
@@ -300,21 +343,77 @@ class StudyRunner:
         for tid in self.optimizer.trials_to_stop(now):
             if tid in by_id and by_id[tid] in self.running:
                 b = self.cfg.budget
-                self._cancel(by_id[tid], TIMED_OUT, f"passed the budget of {b['limit']:g} s by more "
-                             f"than budget.stop_margin = {b['stop_margin']:g}")
+                self._cancel(by_id[tid], TIMED_OUT, f"passed the budget of {b['seconds']:.3g} s by "
+                             f"more than budget.stop_margin = {b['stop_margin']:g}")
+
+    def _reference_config(self) -> dict[str, Any]:
+        """``budget.reference`` if it is a configuration, else the center of the search space
+        (what the warm-up runs, and the reference run of ``reference: warmup``)."""
+        ref = self.cfg.budget["reference"] if self.cfg.budget else None
+        if isinstance(ref, Mapping):
+            return dict(ref)
+        space = SearchSpace.from_dict(self.cfg.space)
+        return space.decode(np.full(space.dim, 0.5))
 
     def _warm_up(self) -> None:
         """One short run per slot, so no trial's run time includes a worker's start-up (seconds
         for torch), which would count against its budget."""
         cpus = self.cfg.run["cpus_per_trial"]
+        slots = self.cfg.run["max_concurrent"]
         warm = ray.remote(num_cpus=cpus, max_retries=0)(warm_up)
-        center = self.optimizer.space.decode(np.full(self.optimizer.space.dim, 0.5))
-        refs = [warm.remote(self.cfg.trainable, center, self.cfg.trainable_options)
-                for _ in range(self.cfg.run["max_concurrent"])]
-        try:
-            ray.get(refs)
-        except rex.RayError as exc:   # a trainable that fails here fails in the study too
-            self.progress.message(f"warning: warm-up run failed ({_first_line(exc)})")
+        with self.progress.phase(f"warming up {slots} worker(s): one short {self.cfg.trainable} "
+                                 "run each"):
+            refs = [warm.remote(self.cfg.trainable, self._reference_config(),
+                                self.cfg.trainable_options) for _ in range(slots)]
+            try:
+                ray.get(refs)
+            except rex.RayError as exc:   # a trainable that fails here fails in the study too
+                self.progress.message(f"\nwarning: warm-up run failed ({_first_line(exc)})")
+
+    def _measure_budget(self, task: Any) -> None:
+        """Resolve a relative budget (``limit: 1.5x``): run the reference configuration once on
+        every slot at the same time, as trials will run, and take the median of its
+        ``budget.metric`` (run time: submit to result, as the loop measures it).  The limit is
+        that times the multiple; the optimizer is created with it."""
+        b, slots = self.cfg.budget, self.cfg.run["max_concurrent"]
+        config = self._reference_config()
+        values: list[float] = []
+        with self.progress.phase(f"reference run for the budget on {slots} worker(s): "
+                                 f"{_format_config(config)}"):
+            t0 = self.clock()
+            pending = [task.remote(self.cfg.trainable, config, self.cfg.trainable_options,
+                                   self.cfg.run["seed"] + 1_000_000 + i) for i in range(slots)]
+            while pending:
+                ready, pending = ray.wait(pending, num_returns=1)
+                end = self.clock()
+                try:
+                    out = ray.get(ready[0])
+                except rex.RayError as exc:
+                    raise ConfigError(f"budget.reference: the reference run of "
+                                      f"{_format_config(config)} failed ({_task_error(exc)}); set "
+                                      "budget.limit in seconds or another budget.reference") from None
+                if b["metric"] == "runtime":
+                    values.append(end - t0)
+                elif b["metric"] in out["metrics"]:
+                    values.append(out["metrics"][b["metric"]])
+                else:
+                    raise ConfigError(f"budget.metric: the reference run reported no "
+                                      f"'{b['metric']}' (it reported {sorted(out['metrics'])})")
+        reference = float(np.median(values))
+        self.cfg = self.cfg.with_budget(b["multiple"] * reference, reference)
+        self.optimizer = Optimizer(self.cfg.space, self.cfg.settings, clock=self.clock)
+        self.progress.message(f"budget: {self._budget_text()}")
+
+    def _budget_text(self) -> str:
+        """The budget as it is enforced, e.g. ``runtime <= 1.5 x 1.31 s = 1.97 s (stop at 3.93 s)``."""
+        b = self.cfg.budget
+        text = f"{b['metric']} <= {b['seconds']:.3g} s"
+        if b["relative"]:
+            text = (f"{b['metric']} <= {b['multiple']:g} x {b['reference_seconds']:.3g} s (the "
+                    f"reference run) = {b['seconds']:.3g} s")
+        if b["stop_margin"] is not None:
+            text += f"; a run is stopped at {b['seconds'] * (1 + b['stop_margin']):.3g} s"
+        return text
 
     def _cancel(self, ref: ray.ObjectRef, status: str, reason: str) -> None:
         """Stop a trial: KeyboardInterrupt in its worker, which stays alive (and warm); a
@@ -332,10 +431,7 @@ class StudyRunner:
         try:
             out = ray.get(ref)
         except rex.RayTaskError as exc:
-            cause = exc.cause if getattr(exc, "cause", None) is not None else exc
-            msg = str(cause).strip().splitlines()
-            reason = f"{type(cause).__name__}: {msg[-1] if msg else ''}"
-            return self._record(r, FAILED, reason, metrics, end, info={})
+            return self._record(r, FAILED, _task_error(exc), metrics, end, info={})
         except rex.OutOfMemoryError as exc:
             return self._record(r, KILLED, f"killed by Ray's memory monitor: {_first_line(exc)}",
                                 metrics, end, info={})
@@ -372,7 +468,9 @@ class StudyRunner:
 
     # --- MLflow -----------------------------------------------------------------------------
 
-    def _trial_record(self, trial_id: int) -> TrialRecord:
+    def _trial_record(self, trial_id: int) -> "TrialRecord":
+        from .tracking import TrialRecord
+
         tr = self.optimizer.trials[trial_id]
         out = self.session.outcomes[trial_id]
         metrics = dict(tr.metrics)
@@ -419,6 +517,7 @@ class StudyRunner:
         outcomes = self.session.outcomes
         feasible = bool(opt.constraints)
         best = opt.best(feasible=feasible)
+        over = opt.best() if best is None and feasible else None
         now = self.clock()
         busy = self.session.busy_seconds + sum(now - r.start for r in self.running.values())
         slots = self.cfg.run["max_concurrent"]
@@ -429,17 +528,50 @@ class StudyRunner:
                         best_trial=None if best is None else best.trial_id,
                         violations=self._violations(),
                         utilization=min(busy / (slots * elapsed), 1.0) if elapsed > 0 else 0.0,
-                        elapsed=elapsed)
+                        elapsed=elapsed, best_over=None if over is None else over.value,
+                        best_over_trial=None if over is None else over.trial_id)
+
+    def _over_budget(self, trial_id: int) -> bool:
+        """The trial's observed constraint values violate a constraint (the budget)."""
+        tr = self.optimizer.trials[trial_id]
+        return any((c.observed(tr) or 0.0) > 0 for c in self.optimizer.constraints)
 
     def _violations(self) -> int:
-        opt = self.optimizer
-        return sum(any((c.observed(tr) or 0.0) > 0 for c in opt.constraints)
-                   for tr in opt.trials if tr.status != RUNNING)
+        return sum(self._over_budget(tid) for tid in self.session.outcomes)
+
+    def _warn_if_nothing_fits(self) -> None:
+        """While no trial has finished within the budget, say so after max(3, slots) ended
+        trials, and again each time that count doubles: the fastest run time against the limit,
+        and what to change."""
+        ended = len(self.session.outcomes)
+        first = max(3, self.cfg.run["max_concurrent"])
+        k = ended // first
+        if self.cfg.budget is None or ended == self._warned_at or ended % first or k & (k - 1) \
+                or k == 0:
+            return
+        self._warned_at = ended
+        if any(o["status"] == FINISHED and not self._over_budget(tid)
+               for tid, o in self.session.outcomes.items()):
+            return
+        b = self.cfg.budget
+        times = [self.optimizer.trials[tid].metrics.get(b["metric"]) for tid in self.session.outcomes]
+        times = [t for t in times if t is not None]
+        if len(times) < ended:   # some failed without a run time: not a budget problem alone
+            return
+        self.progress.message(
+            f"warning: none of the {ended} trials so far finished within the budget "
+            f"({self._budget_text()}); the fastest took {min(times):.3g} s. If this machine is "
+            "busier than the budget assumes, raise budget.limit (e.g. --budget 2x, a multiple of "
+            "a reference run measured here), raise budget.stop_margin, or run fewer trials at once "
+            "(--max-concurrent).")
 
     def _banner(self, restart: list[int]) -> str:
-        cfg = self.cfg
-        budget = (f", budget {cfg.budget['metric']} <= {cfg.budget['limit']:g} s"
-                  if cfg.budget else "")
+        cfg, b = self.cfg, self.cfg.budget
+        budget = ""
+        if b is not None:
+            budget = (f", budget {b['metric']} <= {b['multiple']:g} x a reference run measured "
+                      "at start-up" if cfg.budget_pending else
+                      f", budget {b['metric']} <= {b['seconds']:.3g} s")
         where = cfg.ray["address"] or "local Ray"
         again = f", {len(restart)} interrupted trial(s) start again" if restart else ""
         return (f"study {cfg.study}: {cfg.trainable}, {cfg.settings.algorithm}, "
@@ -456,7 +588,7 @@ class StudyRunner:
             from .plots import study_plots
 
             records = [self._trial_record(tid) for tid in sorted(self.session.outcomes)]
-            budget = self.cfg.budget["limit"] if self.cfg.budget else None
+            budget = self.cfg.budget["seconds"] if self.cfg.budget else None
             paths += study_plots(records, self.dir, self.cfg.objective["metric"], budget,
                                  self.cfg.objective["mode"],
                                  runtime_metric=self.cfg.budget["metric"] if self.cfg.budget
@@ -467,14 +599,19 @@ class StudyRunner:
         unlogged = self.tracker.finish(FINISHED if status == FINISHED else KILLED)
         self.session.run_id = self.tracker.run_id or self.session.run_id   # real id once known
         self._save()
-        top = sorted((r for r in rows if r["status"] == FINISHED),
-                     key=lambda r: r[self.cfg.objective["metric"]],
-                     reverse=self.cfg.objective["mode"] == "max")[:10]
-        cols = ["trial", "status", self.cfg.objective["metric"], "runtime", "over_budget",
-                *self.cfg.space]
-        self.progress.message("\n" + summary_table(top, cols))
+        key, sign = self.cfg.objective["metric"], 1 if self.cfg.objective["mode"] == "max" else -1
+        finished = [r for r in rows if r["status"] == FINISHED]
+        # within the budget first, then by score; with none finished, the fastest runs
+        top = (sorted(finished, key=lambda r: (r["over_budget"], -sign * r[key])) if finished
+               else sorted(rows, key=lambda r: r["runtime"] if r["runtime"] is not None
+                           else math.inf))[:10]
+        cols = ["trial", "status", key, "runtime", "over_budget", *self.cfg.space]
+        if top:
+            self.progress.message("\n" + summary_table(top, cols))
+        self.progress.message("\n" + (self._best_line(top[0]) if finished else
+                                      f"no trial finished: {self._diagnosis()}"))
         self.progress.message(
-            f"\n{snap.done} finished, {snap.failed} failed/stopped, {snap.violations} over budget, "
+            f"{snap.done} finished, {snap.failed} failed/stopped, {snap.violations} over budget, "
             f"workers busy {100 * snap.utilization:.0f}% of {elapsed:.0f} s.\n"
             f"state and trial table: {self.dir}/; MLflow run {self.session.run_id} "
             f"({self.cfg.mlflow['tracking_uri']}): browse with `mlflow ui --backend-store-uri "
@@ -482,7 +619,41 @@ class StudyRunner:
                                                      f"(kept in {self.dir}); --resume sends them"
                                                      if unlogged else ""))
         return StudyResult(status, self.optimizer, self.session.outcomes, self.session.run_id,
-                           self.dir, elapsed, snap.utilization, unlogged)
+                           self.dir, elapsed, snap.utilization, unlogged,
+                           None if finished else self._diagnosis())
+
+    def _best_line(self, row: Mapping[str, Any]) -> str:
+        """The best trial: the best within the budget, else the best over it, marked so."""
+        key, b = self.cfg.objective["metric"], self.cfg.budget
+        config = _format_config({k: row[k] for k in self.cfg.space})
+        text = f"best: trial {row['trial']}, {key} {row[key]:.4g}"
+        if b is None:
+            return f"{text}; {config}"
+        used = self.optimizer.trials[row["trial"]].metrics.get(b["metric"])
+        used_text = "-" if used is None else f"{used:.3g} s"
+        if row["over_budget"]:
+            return (f"{text}, OVER BUDGET ({b['metric']} {used_text} > {b['seconds']:.3g} s): no "
+                    f"trial finished within the budget; {config}")
+        return f"{text}, {b['metric']} {used_text} within the budget of {b['seconds']:.3g} s; {config}"
+
+    def _diagnosis(self) -> str:
+        """Why no trial finished, in one line, with what to change."""
+        outs = self.session.outcomes
+        if not outs:
+            return "no trial ran (check run.trials and run.wall_clock_limit)"
+        counts: dict[str, int] = {}
+        for o in outs.values():
+            counts[o["status"]] = counts.get(o["status"], 0) + 1
+        parts = ", ".join(f"{n} {status}" for status, n in counts.items())
+        budget_stops = [t for t, o in outs.items() if (o["reason"] or "").startswith("passed the budget")]
+        if len(budget_stops) == len(outs):
+            fastest = min(self.optimizer.trials[t].metrics.get("runtime", math.inf) for t in outs)
+            return (f"all {len(outs)} trials were stopped past the budget ({self._budget_text()}); "
+                    f"the fastest had run {fastest:.3g} s. Raise budget.limit (e.g. --budget 3x) "
+                    "or budget.stop_margin, or run fewer trials at once (--max-concurrent)")
+        first = next(o["reason"] for t, o in sorted(outs.items())
+                     if not (o["reason"] or "").startswith("passed the budget"))
+        return f"{parts}; first reason: {first}"
 
     def _write_table(self, path: Path) -> list[dict[str, Any]]:
         opt, key = self.optimizer, self.cfg.objective["metric"]
@@ -504,14 +675,45 @@ class StudyRunner:
         return rows
 
 
+# Ray starts its workers at niceness 15 by default, so on a machine where any other CPU-bound
+# job runs at normal priority the trials get a few percent of a core (measured: warm-up 136 s
+# instead of 6 s, README "Start-up and busy machines").  A local Ray runs them at the driver's
+# own priority; a cluster keeps its own setting (start it with RAY_worker_niceness=0).
+LOCAL_RAY_SYSTEM_CONFIG = {"worker_niceness": 0}
+
+
 def _init_ray(address: str | None) -> None:
     """A local Ray instance (address None) or a connection to a cluster (``auto``, host:port,
     ``ray://host:10001``)."""
+    local = {"_system_config": LOCAL_RAY_SYSTEM_CONFIG} if address is None else {}
     try:
         ray.init(address=address, include_dashboard=False, log_to_driver=False,
-                 configure_logging=False)
+                 configure_logging=False, **local)
     except (ConnectionError, RuntimeError, ValueError) as exc:
         raise ConfigError(f"ray.address: could not connect to Ray at {address!r}: {exc}") from exc
+
+
+class _InThread:
+    """Call ``fn`` in a thread now; ``result()`` waits for it and returns its value (or raises
+    its exception)."""
+
+    def __init__(self, fn: Callable[[], Any]):
+        self._value: Any = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._call, args=(fn,), daemon=True)
+        self._thread.start()
+
+    def _call(self, fn: Callable[[], Any]) -> None:
+        try:
+            self._value = fn()
+        except BaseException as exc:   # handed to the caller of result()
+            self._error = exc
+
+    def result(self, raise_error: bool = True) -> Any:
+        self._thread.join()
+        if self._error is not None and raise_error:
+            raise self._error
+        return self._value
 
 
 class _StopOnSignal:
@@ -538,6 +740,18 @@ class _StopOnSignal:
     def __exit__(self, *exc: Any) -> None:
         for sig, handler in self._old.items():
             signal.signal(sig, handler)
+
+
+def _task_error(exc: BaseException) -> str:
+    """``ExceptionType: last line of its message`` for an error raised inside a Ray task."""
+    cause = getattr(exc, "cause", None) or exc
+    msg = str(cause).strip().splitlines()
+    return f"{type(cause).__name__}: {msg[-1] if msg else ''}"
+
+
+def _format_config(config: Mapping[str, Any]) -> str:
+    return ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
+                     for k, v in config.items())
 
 
 def _first_line(exc: BaseException) -> str:

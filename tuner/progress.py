@@ -5,8 +5,9 @@ from __future__ import annotations
 import math
 import sys
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Sequence, TextIO
+from typing import Any, Iterator, Sequence, TextIO
 
 
 @dataclass
@@ -22,10 +23,14 @@ class Snapshot:
     violations: int
     utilization: float
     elapsed: float
+    best_over: float | None = None       # best score among finished trials over the budget
+    best_over_trial: int | None = None
 
 
 def format_line(s: Snapshot) -> str:
     best = "-" if s.best is None else f"{s.best:.4f} (trial {s.best_trial})"
+    if s.best is None and s.best_over is not None:
+        best = f"- ({s.best_over:.4f} over budget, trial {s.best_over_trial})"
     return (f"[{_clock(s.elapsed)}] finished {s.done}/{s.total}  failed {s.failed}  "
             f"running {s.running}  best {best}  over budget {s.violations}  "
             f"busy {100 * s.utilization:.0f}%")
@@ -47,6 +52,18 @@ class Progress:
 
     def message(self, text: str) -> None:
         print(text, file=self.stream, flush=True)
+
+    @contextmanager
+    def phase(self, text: str) -> Iterator[None]:
+        """``text ...`` at once, then how long the step took (or that it failed)."""
+        print(f"{text} ...", end="", file=self.stream, flush=True)
+        t0 = time.perf_counter()
+        try:
+            yield
+        except BaseException:
+            print(f" failed after {time.perf_counter() - t0:.1f} s", file=self.stream, flush=True)
+            raise
+        print(f" {time.perf_counter() - t0:.1f} s", file=self.stream, flush=True)
 
 
 def summary_table(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> str:

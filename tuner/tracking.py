@@ -311,6 +311,12 @@ class StudyTracker:
                           + ", ".join(sorted(self._skipped_progress))}
         self._submit(op)
 
+    def log_params(self, params: dict[str, Any]) -> None:
+        """More parent-run params after ``start`` (e.g. a budget measured at start-up); a key
+        logged before must keep its value (MLflow params never change)."""
+        values, _ = param_values(params)
+        self._submit({"op": "params", "parent": self._need_key(), "params": values})
+
     def log_artifacts(self, paths: Iterable[str | os.PathLike]) -> None:
         """Files (or folders) into the parent run's artifact root."""
         existing = []
@@ -563,6 +569,8 @@ class StudyTracker:
                     client.log_artifact(run_id, str(p))
         elif kind == "dict":
             client.log_dict(run_id, op["data"], op["artifact_file"])
+        elif kind == "params":
+            self._log_batch(run_id, params=op["params"])
         elif kind == "end":
             client.set_terminated(run_id, op["status"], end_time=op["time"])
         else:
