@@ -1,5 +1,8 @@
 """Shared fixtures: one local Ray instance for the whole test session (Ray takes seconds to
-start), shut down at the end."""
+start), shut down at the end; CPU-burning processes for tests on a busy machine."""
+
+import subprocess
+import sys
 
 import pytest
 
@@ -14,3 +17,19 @@ def ray_session():
              log_to_driver=False, configure_logging=False, _system_config=LOCAL_RAY_SYSTEM_CONFIG)
     yield ray
     ray.shutdown()
+
+
+@pytest.fixture
+def busy_machine():
+    """``busy_machine(n)`` starts n processes that each keep a core busy, at this process's own
+    priority; the fixture stops them (by PID) when the test ends."""
+    procs: list[subprocess.Popen] = []
+
+    def start(n: int) -> list[int]:
+        procs.extend(subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n))
+        return [p.pid for p in procs]
+
+    yield start
+    for p in procs:
+        p.kill()
+        p.wait(timeout=30)

@@ -5,6 +5,7 @@ and once in the optimizer, failures and budget stops recorded with their status,
 import io
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -18,6 +19,8 @@ from tuner.censoring import COMPLETED, FAILED, RUNNING
 from tuner.config import ConfigError, load_study
 from tuner.orchestrator import StudyRunner
 from tuner.progress import Progress
+
+pytestmark = pytest.mark.slow      # real Ray and MLflow: `pytest -m "not slow"` skips them
 
 FAST = {"n_candidates": 256, "n_local": 32, "n_starts": 1}
 
@@ -92,7 +95,7 @@ def test_a_trial_past_its_budget_is_stopped_and_counts_as_a_violation(ray_sessio
     cfg = load_study(study(tmp_path, study="slow", trainable_options={"time_scale": 4.0, "cv": 0.1},
                            budget={"limit": 0.4, "stop_margin": 0.5},
                            run={"trials": 4, "max_concurrent": 2}))
-    result, _ = run_quietly(cfg)
+    result, printed = run_quietly(cfg)
     opt = result.optimizer
     assert [o["status"] for o in result.outcomes.values()] == ["TIMED_OUT"] * 4
     for tr in opt.trials:
@@ -101,6 +104,39 @@ def test_a_trial_past_its_budget_is_stopped_and_counts_as_a_violation(ray_sessio
     _, children = child_runs(cfg.mlflow["tracking_uri"], "slow")
     assert sorted(c.data.tags["status"] for c in children) == ["TIMED_OUT"] * 4
     assert all(c.data.metrics["g_runtime"] >= 0.5 for c in children)
+    # said while it ran, and diagnosed at the end, with the fastest run time and what to change
+    assert re.search(r"warning: none of the [34] trials so far finished within the budget", printed)
+    assert "the fastest took" in printed and "--budget" in printed
+    assert result.diagnosis.startswith("all 4 trials were stopped past the budget")
+    assert "budget.limit" in result.diagnosis and "no trial finished:" in printed
+
+
+def test_with_no_trial_within_the_budget_the_best_one_over_it_is_shown(ray_session, tmp_path):
+    # Runs of 0.15-0.6 s against a 0.05 s budget, never stopped: all finish, all over budget.
+    cfg = load_study(study(tmp_path, study="tight", trainable_options={"time_scale": 0.3, "cv": 0.1},
+                           budget={"limit": 0.05}, run={"trials": 4, "max_concurrent": 2}))
+    result, printed = run_quietly(cfg)
+    assert result.count("FINISHED") == 4 and result.diagnosis is None
+    best = result.optimizer.best()
+    assert result.optimizer.best(feasible=True) is None
+    assert f"best: trial {best.trial_id}, accuracy {best.value:.4g}, OVER BUDGET" in printed
+    assert "no trial finished within the budget" in printed
+    assert "best - (" in printed and "over budget, trial" in printed    # the progress line too
+
+
+def test_cli_exits_non_zero_with_a_diagnosis_when_no_trial_finishes(tmp_path):
+    cfg = study(tmp_path, study="hopeless", trainable_options={"time_scale": 4.0, "cv": 0.1},
+                budget={"limit": 0.2, "stop_margin": 0.5}, run={"trials": 2, "max_concurrent": 2})
+    path = tmp_path / "hopeless.yaml"
+    path.write_text(json.dumps(cfg))
+    p = subprocess.run([sys.executable, "-m", "tuner.cli", "run", str(path)], capture_output=True,
+                       text=True, cwd=tmp_path, timeout=300)
+    assert p.returncode == 1, p.stdout + p.stderr
+    last = p.stderr.strip().splitlines()[-1]
+    assert last.startswith("tuner: no trial finished: all 2 trials were stopped past the budget")
+    # the start-up steps were said before the first trial, each with its time
+    for step in ("starting Ray (local) ...", "warming up 2 worker(s)", "MLflow sqlite:"):
+        assert step in p.stdout
 
 
 def test_wall_clock_limit_kills_the_running_trials(ray_session, tmp_path):
@@ -119,8 +155,9 @@ def cli(*args, cwd, **kw):
 
 
 def test_ctrl_c_then_resume_loses_and_duplicates_nothing(tmp_path):
+    # A relative budget (3 x a reference run): measured once, kept on --resume.
     cfg = study(tmp_path, study="resumable", run={"trials": 8, "max_concurrent": 2},
-                trainable_options={"time_scale": 0.4, "cv": 0.3})
+                trainable_options={"time_scale": 0.4, "cv": 0.3}, budget={"limit": "3x"})
     path = tmp_path / "study.yaml"
     path.write_text(json.dumps(cfg))                 # JSON is YAML
     p = cli("run", str(path), cwd=tmp_path)
@@ -136,6 +173,10 @@ def test_ctrl_c_then_resume_loses_and_duplicates_nothing(tmp_path):
     state = json.loads((tmp_path / "runs" / "resumable" / "state.json").read_text())
     statuses = [t["status"] for t in state["optimizer"]["trials"]]
     assert 3 <= statuses.count("COMPLETED") < 8 and "RUNNING" in statuses
+    budget = state["config"]["budget"]
+    assert budget["seconds"] == pytest.approx(3 * budget["reference_seconds"]) and budget["seconds"] > 0
+    assert state["optimizer"]["settings"]["constraints"][0]["limit"] == budget["seconds"]
+    assert f"budget: runtime <= 3 x {budget['reference_seconds']:.3g} s" in out
 
     again = cli("run", str(path), cwd=tmp_path)
     out2 = again.communicate(timeout=300)[0]
@@ -144,11 +185,15 @@ def test_ctrl_c_then_resume_loses_and_duplicates_nothing(tmp_path):
     out3 = resumed.communicate(timeout=300)[0]
     assert resumed.returncode == 0, out3
     assert "interrupted trial(s) start again" in out3
+    assert "reference run for the budget" not in out3 and "(measured when the study started" in out3
     state = json.loads((tmp_path / "runs" / "resumable" / "state.json").read_text())
     trials = state["optimizer"]["trials"]
     assert len(trials) == 8 and all(t["status"] == "COMPLETED" for t in trials)
-    _, children = child_runs(cfg["mlflow"]["tracking_uri"], "resumable")
+    assert state["config"]["budget"] == budget                       # the same limit
+    parent, children = child_runs(cfg["mlflow"]["tracking_uri"], "resumable")
     assert sorted(int(c.data.tags["trial_id"]) for c in children) == list(range(8))
+    assert float(parent.data.params["budget_limit"]) == pytest.approx(budget["seconds"])
+    assert parent.data.params["budget_spec"] == "3x"
 
 
 def test_a_two_node_cluster_runs_trials_on_both_nodes(tmp_path):
@@ -182,6 +227,14 @@ def test_a_two_node_cluster_runs_trials_on_both_nodes(tmp_path):
     ({"run": {"trials": 0}}, "run.trials: must be > 0"),
     ({"run": {"max_concurrent": "two"}}, "run.max_concurrent: expected integer"),
     ({"budget": {"limit": -1}}, "budget.limit: must be > 0"),
+    ({"budget": {"limit": "fast"}}, "budget.limit: expected seconds (a number > 0) or a multiple "
+                                    "of the reference run such as '1.5x' (got 'fast')"),
+    ({"budget": {"limit": "0x"}}, "budget.limit: the multiple must be > 0"),
+    ({"budget": {"limit": 2, "reference": "warmup"}}, "budget.reference: only a relative limit"),
+    ({"budget": {"limit": "2x", "reference": "median"}}, "budget.reference: must be one of "
+                                                          "['warmup'] or a mapping"),
+    ({"budget": {"limit": "2x", "reference": {"x": 0.5}}}, "budget.reference: config of trainable "
+                                                           "'synthetic' must have exactly"),
     ({"budget": {"limit": 1, "metric": "memory"}}, "budget.metric: must be one of ['runtime', 'train_time']"),
     ({"objective": {"mode": "maximize"}}, "objective.mode: must be one of ['max', 'min']"),
     ({"optimizer": {"algorithm": "tpe"}}, "algorithm must be one of"),

@@ -18,6 +18,8 @@ from mlflow.tracking import MlflowClient
 from tuner.plots import RUNTIME_PNG, SCORE_PNG, best_so_far, study_plots
 from tuner.tracking import PENDING, StudyTracker, TrialRecord
 
+pytestmark = pytest.mark.slow      # real MLflow / Ray processes: `pytest -m "not slow"` skips them
+
 STATUSES = ["FINISHED", "FAILED", "KILLED", "TIMED_OUT"]
 T0 = 1_700_000_000.0
 

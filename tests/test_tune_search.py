@@ -15,6 +15,8 @@ from tuner.censoring import COMPLETED, FAILED, RUNNING
 from tuner.space import SpaceError
 from tuner.tune_search import TunerSearch
 
+pytestmark = pytest.mark.slow      # real MLflow / Ray processes: `pytest -m "not slow"` skips them
+
 # Ray workers cannot import this test module: ship its functions (the trainables) by value.
 ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
 

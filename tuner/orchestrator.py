@@ -146,7 +146,8 @@ class StudyRunner:
         self.tracker: StudyTracker | None = None
         self._t0 = clock()
         self._to_log: list[int] = []   # recorded trials waiting for MLflow (after the refill)
-        self._warned_at = 0   # ended-trial count at which "nothing fits" was last checked
+        # "nothing fits the budget" is checked once max(3, slots) trials ended, then at 2x that
+        self._next_warning: float = max(3, cfg.run["max_concurrent"])
 
     # --- set-up -----------------------------------------------------------------------------
 
@@ -271,6 +272,7 @@ class StudyRunner:
                     self._launch(task, tid)
                 while not stop.requested:
                     self._stop_overdue(self.clock())
+                    self._warn_if_nothing_fits()
                     out_of_time = limit is not None and self.elapsed() >= limit
                     if out_of_time:
                         for ref in list(self.running):
@@ -289,7 +291,6 @@ class StudyRunner:
                                         timeout=self._wait_time(limit))
                     for ref in ready:
                         self._collect(ref)
-                    self._warn_if_nothing_fits()
             status = KILLED if stop.requested else FINISHED
         except KeyboardInterrupt:   # a second Ctrl-C: stop at once
             status = KILLED
@@ -540,18 +541,16 @@ class StudyRunner:
         return sum(self._over_budget(tid) for tid in self.session.outcomes)
 
     def _warn_if_nothing_fits(self) -> None:
-        """While no trial has finished within the budget, say so after max(3, slots) ended
-        trials, and again each time that count doubles: the fastest run time against the limit,
+        """While no trial has finished within the budget, say so once max(3, slots) trials have
+        ended, and again each time that count doubles: the fastest run time against the limit,
         and what to change."""
         ended = len(self.session.outcomes)
-        first = max(3, self.cfg.run["max_concurrent"])
-        k = ended // first
-        if self.cfg.budget is None or ended == self._warned_at or ended % first or k & (k - 1) \
-                or k == 0:
+        if self.cfg.budget is None or ended < self._next_warning:
             return
-        self._warned_at = ended
+        self._next_warning = 2 * ended
         if any(o["status"] == FINISHED and not self._over_budget(tid)
                for tid, o in self.session.outcomes.items()):
+            self._next_warning = math.inf     # something fits: no more warnings
             return
         b = self.cfg.budget
         times = [self.optimizer.trials[tid].metrics.get(b["metric"]) for tid in self.session.outcomes]

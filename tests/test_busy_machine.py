@@ -1,0 +1,34 @@
+"""The README's main job on a busy machine: the built-in study (fewer trials, same shape) run
+from the command line while two CPU-burning processes occupy both cores.  Its relative budget
+is measured under the same load, so it ends with finished trials and a best model."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+from mlflow.tracking import MlflowClient
+
+pytestmark = pytest.mark.slow
+
+
+def test_the_built_in_study_finishes_trials_while_other_jobs_use_every_core(tmp_path, busy_machine):
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    pids = busy_machine(2)
+    assert all(pid > 0 for pid in pids)
+    p = subprocess.run([sys.executable, "-m", "tuner.cli", "run", "--trials", "6",
+                        "--output", str(tmp_path / "runs"), "--tracking-uri", uri],
+                       capture_output=True, text=True, cwd=tmp_path, timeout=600)
+    assert p.returncode == 0, p.stdout + p.stderr
+    state = json.loads((tmp_path / "runs" / "cnn-digits" / "state.json").read_text())
+    outcomes = state["session"]["outcomes"].values()
+    assert len(outcomes) == 6
+    assert sum(o["status"] == "FINISHED" for o in outcomes) >= 4, p.stdout
+    assert "best: trial" in p.stdout
+    budget = state["config"]["budget"]
+    assert budget["limit"] == "1.5x" and budget["seconds"] == pytest.approx(1.5 * budget["reference_seconds"])
+    client = MlflowClient(uri)
+    exp = client.get_experiment_by_name("cnn-digits")
+    parent = [r for r in client.search_runs([exp.experiment_id])
+              if "mlflow.parentRunId" not in r.data.tags][0]
+    assert float(parent.data.params["budget_limit"]) == pytest.approx(budget["seconds"])
