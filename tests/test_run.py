@@ -137,6 +137,7 @@ def test_cli_exits_non_zero_with_a_diagnosis_when_no_trial_finishes(tmp_path):
     # the start-up steps were said before the first trial, each with its time
     for step in ("starting Ray (local) ...", "warming up 2 worker(s)", "MLflow sqlite:"):
         assert step in p.stdout
+    assert p.stdout.count("  done in ") >= 2
 
 
 def test_wall_clock_limit_kills_the_running_trials(ray_session, tmp_path):

@@ -369,7 +369,7 @@ class StudyRunner:
             try:
                 ray.get(refs)
             except rex.RayError as exc:   # a trainable that fails here fails in the study too
-                self.progress.message(f"\nwarning: warm-up run failed ({_first_line(exc)})")
+                self.progress.message(f"warning: warm-up run failed ({_first_line(exc)})")
 
     def _measure_budget(self, task: Any) -> None:
         """Resolve a relative budget (``limit: 1.5x``): run the reference configuration once on

@@ -55,15 +55,16 @@ class Progress:
 
     @contextmanager
     def phase(self, text: str) -> Iterator[None]:
-        """``text ...`` at once, then how long the step took (or that it failed)."""
-        print(f"{text} ...", end="", file=self.stream, flush=True)
+        """``text ...`` at once, then ``  done in X s`` (or that it failed) on a line of its own,
+        so that what the step itself prints (Ray, MLflow) does not break either line."""
+        print(f"{text} ...", file=self.stream, flush=True)
         t0 = time.perf_counter()
         try:
             yield
         except BaseException:
-            print(f" failed after {time.perf_counter() - t0:.1f} s", file=self.stream, flush=True)
+            print(f"  failed after {time.perf_counter() - t0:.1f} s", file=self.stream, flush=True)
             raise
-        print(f" {time.perf_counter() - t0:.1f} s", file=self.stream, flush=True)
+        print(f"  done in {time.perf_counter() - t0:.1f} s", file=self.stream, flush=True)
 
 
 def summary_table(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> str:

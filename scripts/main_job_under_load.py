@@ -1,0 +1,96 @@
+"""The README's main job (`tuner run`, the built-in study) on an idle and on a busy machine.
+
+For each number of CPU burners (processes spinning `while True: pass` at this script's own
+priority, started and stopped here by PID), run `tuner run` in a fresh folder (its own Ray, its
+own `mlflow.db`) and record: the time to the first line, each start-up step as the run printed
+it, the study's own time, the whole command's time, and how many trials finished.  The tests
+run a 6-trial version of this (`tests/test_busy_machine.py`); this is the full 30-trial one.
+
+    python scripts/main_job_under_load.py --burners 0 2 --out docs/results/main_job
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+# A start-up step prints "<what> ..." and later "  done in X s" (other output may come between).
+STEPS = {"ray": "starting Ray", "warm_up": "warming up", "reference": "reference run for the budget"}
+LINES = {"mlflow": r"^MLflow .*ready in ([0-9.]+) s", "budget": r"^budget: .* = ([0-9.]+) s",
+         "study": r"workers busy \d+% of ([0-9.]+) s", "finished": r"^(\d+) finished, "}
+
+
+def step_seconds(lines: list[str], start: str) -> float | None:
+    """The ``done in X s`` that follows the line starting with ``start``."""
+    begun = False
+    for ln in lines:
+        begun = begun or ln.startswith(start)
+        m = re.match(r"^  done in ([0-9.]+) s", ln) if begun else None
+        if m:
+            return float(m.group(1))
+    return None
+
+
+def run_once(burners: int, extra: list[str]) -> dict:
+    """One `tuner run` with ``burners`` CPU-burning processes beside it."""
+    procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(burners)]
+    try:
+        with tempfile.TemporaryDirectory(prefix="main-job-") as d:
+            t0 = time.perf_counter()
+            p = subprocess.Popen([sys.executable, "-m", "tuner.cli", "run", *extra], cwd=d,
+                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            first, lines = None, []
+            for line in p.stdout:
+                first = first if first is not None else time.perf_counter() - t0
+                lines.append(line.rstrip("\n"))
+            rc = p.wait()
+            total = time.perf_counter() - t0
+    finally:
+        for b in procs:
+            b.kill()
+            b.wait()
+    row = {"burners": burners, "exit_code": rc, "total_s": round(total, 1),
+           "first_line_s": round(first or 0.0, 1)}
+    for key, start in STEPS.items():
+        row[key] = step_seconds(lines, start)
+    for key, pattern in LINES.items():
+        m = next((re.search(pattern, ln) for ln in lines if re.search(pattern, ln)), None)
+        row[key] = float(m.group(1)) if m else None
+    row["lines"] = lines
+    return row
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--burners", type=int, nargs="+", default=[0, 2])
+    ap.add_argument("--out", type=Path, help="write rows.json and table.md here")
+    ap.add_argument("args", nargs="*", help="extra `tuner run` arguments (after --)")
+    a = ap.parse_args()
+    rows = []
+    for n in a.burners:
+        row = run_once(n, a.args)
+        rows.append(row)
+        print(json.dumps({k: v for k, v in row.items() if k != "lines"}), flush=True)
+    table = ["| other CPU-bound processes | whole command | first line | Ray | warm-up | reference run "
+             "| MLflow (alongside) | budget | study | finished | exit |", "|" + "---|" * 11]
+    for r in rows:
+        cell = lambda v, u=" s": "-" if v is None else f"{v:g}{u}"  # noqa: E731
+        table.append(f"| {r['burners']} | {r['total_s']:g} s | {cell(r['first_line_s'])} | "
+                     f"{cell(r['ray'])} | {cell(r['warm_up'])} | {cell(r['reference'])} | "
+                     f"{cell(r['mlflow'])} | {cell(r['budget'])} | {cell(r['study'])} | "
+                     f"{cell(r['finished'], '/30')} | {r['exit_code']} |")
+    print("\n".join(table))
+    if a.out:
+        a.out.mkdir(parents=True, exist_ok=True)
+        (a.out / "rows.json").write_text(json.dumps(rows, indent=1))
+        (a.out / "table.md").write_text("\n".join(table) + "\n")
+
+
+if __name__ == "__main__":
+    main()
