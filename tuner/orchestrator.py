@@ -362,10 +362,11 @@ class StudyRunner:
         cpus = self.cfg.run["cpus_per_trial"]
         slots = self.cfg.run["max_concurrent"]
         warm = ray.remote(num_cpus=cpus, max_retries=0)(warm_up)
+        config = self._reference_config()
         with self.progress.phase(f"warming up {slots} worker(s): one short {self.cfg.trainable} "
                                  "run each"):
-            refs = [warm.remote(self.cfg.trainable, self._reference_config(),
-                                self.cfg.trainable_options) for _ in range(slots)]
+            refs = [warm.remote(self.cfg.trainable, config, self.cfg.trainable_options)
+                    for _ in range(slots)]
             try:
                 ray.get(refs)
             except rex.RayError as exc:   # a trainable that fails here fails in the study too
