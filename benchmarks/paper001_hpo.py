@@ -204,11 +204,42 @@ def write_tables(R: dict, keys: list[tuple], args: argparse.Namespace, median_ru
         lines.append(f"| {key[0]} | {key[1]} | {key[2]} | "
                      + " | ".join(cell(by[(*key, t)]) for t in marks)
                      + f" | {last['solved']}/{args.runs} | {last['distinct_points_mean']:.0f} |")
+    lines += ["", *paired_summary(R, keys, args.T)]
     if median_run_s == median_run_s:
         lines.append(f"\nmedian wall time of one run: {median_run_s:.1f} s; whole run "
                      f"{total_s / 60:.0f} min ({args.processes} processes).")
     (args.out / "results.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
+
+
+def paired_summary(R: dict, keys: list[tuple], T: int, start: int = 11) -> list[str]:
+    """The SDF method against each baseline of its group, paired by seed: mean regret over
+    T' = start..T (the area under the curve; every delay-10 run has a result from T' = 10 on)
+    and the final regret; W/T/L = seeds where the SDF method is lower / equal / higher."""
+    def auc(key: tuple) -> np.ndarray:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return np.nanmean(R[key][0][:, start - 1:T], axis=1)
+
+    lines = [f"Paired by seed, the SDF method against each baseline: mean regret over T = {start}..{T} "
+             f"(area under the curve) and regret at T = {T}; W/T/L = seeds where the SDF method is "
+             f"lower / equal / higher.\n",
+             "| table | delay | SDF method | its mean regret | baseline | baseline's | W/T/L | "
+             f"final W/T/L |", "|---|---|---|---|---|---|---|---|"]
+    for table, delay in dict.fromkeys(k[:2] for k in keys):
+        for sdf, *baselines in GROUPS.values():
+            if (table, delay, sdf) not in R:
+                continue
+            a, fa = auc((table, delay, sdf)), R[(table, delay, sdf)][0][:, T - 1]
+            for base in baselines:
+                if (table, delay, base) not in R:
+                    continue
+                b, fb = auc((table, delay, base)), R[(table, delay, base)][0][:, T - 1]
+                wtl = lambda x, y: f"{np.sum(x < y)}/{np.sum(x == y)}/{np.sum(x > y)}"  # noqa: E731
+                lines.append(f"| {table} | {delay} | {sdf} | {a.mean():.4f} ± {a.std() / np.sqrt(len(a)):.4f} "
+                             f"| {base} | {b.mean():.4f} ± {b.std() / np.sqrt(len(b)):.4f} | "
+                             f"{wtl(a, b)} | {wtl(fa, fb)} |")
+    return lines
 
 
 def plot(R: dict, keys: list[tuple], out: Path) -> None:
