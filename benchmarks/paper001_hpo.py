@@ -113,7 +113,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--T", type=int, default=105, help="queries per run, 5 random initial included")
     ap.add_argument("--quick", action="store_true", help="2 runs, T = 30 (a smoke run)")
     ap.add_argument("--tables", default=",".join(NAMES))
-    ap.add_argument("--algorithms", default=",".join(a for g in GROUPS.values() for a in g))
+    ap.add_argument("--algorithms", default=",".join(a for g in GROUPS.values() for a in g),
+                    help="subset of the six; the UCB- and TS-based groups are plotted apart")
     ap.add_argument("--delays", default=",".join(DELAYS))
     ap.add_argument("--processes", type=int, default=2)
     ap.add_argument("--out", type=Path, default=Path("docs/results/paper001_hpo"))
@@ -125,6 +126,11 @@ def main(argv: list[str] | None = None) -> None:
     if args.quick:
         args.runs, args.T = min(args.runs, 2), min(args.T, 30)
     split = lambda s: [x.strip() for x in s.split(",") if x.strip()]    # noqa: E731
+    algorithms = [a for g in GROUPS.values() for a in g]
+    for given, allowed, what in ((args.tables, NAMES, "tables"), (args.delays, list(DELAYS), "delays"),
+                                 (args.algorithms, algorithms, "algorithms")):
+        if set(split(given)) - set(allowed):
+            ap.error(f"--{what}: unknown {sorted(set(split(given)) - set(allowed))}; allowed: {list(allowed)}")
     keys = [(t, d, a) for t in split(args.tables) for d in split(args.delays)
             for a in split(args.algorithms)]
     curves: dict[tuple, dict[int, tuple[np.ndarray, int]]] = {}
