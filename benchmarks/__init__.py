@@ -1,0 +1,1 @@
+"""Benchmarks: the side-by-side harness, its problems and the paper reproductions."""
