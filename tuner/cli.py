@@ -1,5 +1,6 @@
-"""Command line: ``tuner run [CONFIG]`` (a study on Ray, logged to MLflow) and
-``tuner simulate CONFIG`` (a simulated study on a simulated clock)."""
+"""Command line: ``tuner run [CONFIG]`` (a study on Ray, logged to MLflow),
+``tuner simulate CONFIG`` (a simulated study on a simulated clock) and ``tuner bench`` (the
+side-by-side benchmark, ``benchmarks.compare``)."""
 
 from __future__ import annotations
 
@@ -124,10 +125,19 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--seed", type=int, help="override the seeds")
     s.add_argument("--out", default="tuner_runs", help="output folder (default: tuner_runs)")
     s.set_defaults(func=_simulate)
+    # listed for --help; main() hands everything after "bench" to benchmarks.compare
+    sub.add_parser("bench", help="the side-by-side benchmark against Optuna, Syne Tune and random "
+                   "search on one simulated worker pool (benchmarks.compare; try --quick, --help)")
     return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["bench"]:
+        from benchmarks.compare import main as bench
+
+        bench(argv[1:])
+        return 0
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
