@@ -36,9 +36,10 @@ from .problems import LOOKUP_NAMES, PROBLEMS, get_problem, lookup_available  # n
 FULL_PROBLEMS = tuple(PROBLEMS)
 # W = 16 on a subset (one of each kind) to keep the full run within the hour on one core
 W16_PROBLEMS = ("branin", "hartmann6", "hpo-mixed-budget", "gardner")
-# The two slow peers (0.5-1.5 s per suggestion on this shared machine) run after every other
-# method of a full run has finished all its seeds, so a deadline costs them seeds, not the rest.
+# The two slow peers (0.5-1.5 s per suggestion on this shared machine): in a full run their seeds
+# from SLOW_AFTER on come after every other run, so a deadline costs them seeds, not the rest.
 EXPENSIVE = ("optuna-gp", "syne-botorch")
+SLOW_AFTER = 3
 QUICK_PROBLEMS = ("branin", "gardner", "hpo-mixed-budget")
 QUICK_METHODS = ("tuner", "gp-ucb", "tuner-cbo", "random", "optuna-tpe")
 KEY = ("problem", "workers", "method", "seed")
@@ -68,8 +69,8 @@ def plan(problems: Sequence[str], workers: Sequence[int], methods: Sequence[str]
          w16_problems: Sequence[str] | None = None,
          slow_last: bool = False) -> list[tuple[str, int, str, int]]:
     """Every run, seed-major (an interrupted run still covers every problem); with
-    ``w16_problems`` W > 4 runs only those; with ``slow_last`` the EXPENSIVE peers come after
-    all the other runs (seed-major among themselves)."""
+    ``w16_problems`` W > 4 runs only those; with ``slow_last`` the EXPENSIVE peers' seeds from
+    SLOW_AFTER on come after all the other runs (seed-major among themselves)."""
     jobs = []
     for seed in range(seeds):
         for w in workers:
@@ -78,7 +79,7 @@ def plan(problems: Sequence[str], workers: Sequence[int], methods: Sequence[str]
                     continue
                 jobs += [(name, w, m, seed) for m in methods if applies(m, get_problem(name))]
     if slow_last:
-        jobs.sort(key=lambda j: j[2] in EXPENSIVE)      # stable: seed-major within each part
+        jobs.sort(key=lambda j: j[2] in EXPENSIVE and j[3] >= SLOW_AFTER)   # stable sort
     return jobs
 
 
