@@ -102,3 +102,33 @@ def test_quick_benchmark_end_to_end(tmp_path):
     summary = (out / "summary.md").read_text()
     assert "## Headline, W = 4" in summary and "optuna-tpe" in summary
     assert (out / "branin.png").stat().st_size > 0
+
+
+def test_lookup_problems_follow_the_table_interface(monkeypatch, capsys):
+    """The trainables' tables (benchmarks/lookup.py, built elsewhere) are read through
+    load_table / available only; absent tables are skipped with a note."""
+    import sys
+    import types
+
+    from benchmarks.problems import PROBLEMS
+
+    class Table:
+        space = {"C": {"type": "float", "low": 1e-3, "high": 1e3, "log": True}}
+        X = np.array([[1e-3], [1.0], [1e3]])
+        accuracy = np.array([0.5, 0.9, 0.7])
+        train_time = np.array([1.0, 2.0, 8.0])
+
+        def nearest(self, config):
+            return int(np.argmin(np.abs(np.log10(self.X[:, 0]) - np.log10(config["C"]))))
+
+    fake = types.ModuleType("benchmarks.lookup")
+    fake.load_table = lambda name: Table()
+    fake.available = lambda name: name == "svm"
+    monkeypatch.setitem(sys.modules, "benchmarks.lookup", fake)
+    import benchmarks
+
+    monkeypatch.setattr(benchmarks, "lookup", fake, raising=False)
+    p = PROBLEMS["lookup-svm"]()
+    assert p.f_opt == 0.9 and p.f({"C": 2.0}) == 0.9 and p.mean_runtime({"C": 500.0}) == 8.0
+    assert compare.usable_problems(["lookup-svm", "lookup-cnn"]) == ["lookup-svm"]
+    assert "skipping lookup-cnn" in capsys.readouterr().out
