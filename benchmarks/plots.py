@@ -43,7 +43,9 @@ def plot_problem(cells: dict[tuple[str, int, str], list[dict[str, Any]]], proble
                             np.where(np.isfinite(hi), hi, np.nan), color=line.get_color(), alpha=0.08)
         if f_opt is not None:
             ax.axhline(f_opt, color="k", lw=0.6, alpha=0.5)
-        ax.set_title(f"{problem}, W = {w} ({len(rows)} seeds)")
+        n = sorted({len(rs) for (p, ww, _), rs in cells.items() if p == problem and ww == w})
+        seeds = f"{n[0]}" if len(n) == 1 else f"{n[0]}-{n[-1]}"
+        ax.set_title(f"{problem}, W = {w} ({seeds} seeds per method)")
         ax.set_xlabel("simulated wall clock (s)")
         ax.set_ylabel("best feasible score (noise-free)")
         finite = [v for (p, ww, _), rs in cells.items() if p == problem and ww == w
