@@ -80,7 +80,7 @@ def headline(cells: dict[Cell, list], workers: int) -> list[str]:
 
 def _winner(a: float, b: float) -> str:
     """"project" if a is better, "peer" if b is, "tie" within 0.1 % (or both without a feasible result)."""
-    if a == b or abs(a - b) <= 1e-3 * (abs(a) + abs(b)):
+    if a == b or (math.isfinite(a) and math.isfinite(b) and abs(a - b) <= 1e-3 * (abs(a) + abs(b))):
         return "tie"
     return "project" if a > b else "peer"
 
