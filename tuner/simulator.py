@@ -24,6 +24,22 @@ import numpy as np
 from .optimizer import Optimizer
 
 
+class AskTell(Protocol):
+    """What ``simulate`` drives: ``Optimizer`` or any adapter with the same ask/tell methods
+    (``benchmarks.peers`` wraps Optuna and Syne Tune this way)."""
+
+    clock: Callable[[], float]
+    constraints: list
+
+    def suggest(self) -> Any: ...      # an object with .trial_id and .config
+    def tell(self, trial_id: int, value: float, metrics: Mapping[str, float] | None = None,
+             finish_time: float | None = None) -> None: ...
+    def fail(self, trial_id: int, reason: str = "failed", metrics: Mapping[str, float] | None = None,
+             finish_time: float | None = None) -> None: ...
+    def trials_to_stop(self, now: float | None = None) -> list[int]: ...
+    def next_stop_time(self) -> float | None: ...
+
+
 class DelayModel(Protocol):
     def __call__(self, config: Mapping[str, Any], rng: np.random.Generator) -> float: ...
 
@@ -71,7 +87,7 @@ class SimulationResult:
     finish: np.ndarray          # when its worker freed (earlier than planned if it was stopped)
     f_opt: float | None
     suggest_seconds: np.ndarray  # wall time of each suggest() call
-    optimizer: Optimizer = field(repr=False)
+    optimizer: Optimizer | AskTell = field(repr=False)
     metrics_true: list[dict[str, float]] = field(default_factory=list)
     stopped: np.ndarray | None = None   # stopped past its budget (Optimizer.trials_to_stop)
 
@@ -107,7 +123,7 @@ class SimulationResult:
         return np.cumsum(self.f_opt - self.f_true)
 
 
-def simulate(optimizer: Optimizer, objective: Callable[[Mapping[str, Any]], Any],
+def simulate(optimizer: Optimizer | AskTell, objective: Callable[[Mapping[str, Any]], Any],
              delay: DelayModel, n_trials: int, workers: int | None = None,
              noise_std: float = 0.0, seed: int = 0, f_opt: float | None = None,
              progress: Callable[[int], None] | None = None,

@@ -1,0 +1,205 @@
+"""Side-by-side benchmark: this project's methods against Optuna, Syne Tune and random search,
+in one simulated asynchronous worker pool (``tuner.simulator.simulate``) on one simulated clock.
+
+    python -m benchmarks.compare --quick --out /tmp/bench-quick     # a few minutes
+    nice -n 19 python -m benchmarks.compare                          # full: docs/results/compare
+    python -m benchmarks.compare --report-only                       # tables and plots from runs.csv
+
+Each run: W workers, a new trial the moment one frees, log-normal run times around a mean that
+depends on the configuration, results told in arrival order, running trials pending in each
+tuner's own way; the run stops starting trials at the problem's horizon (simulated seconds).
+Rows are appended to ``runs.csv`` as runs finish, so an interrupted run resumes.
+"""
+
+from __future__ import annotations
+
+import os
+
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")     # one thread per process: the machine is shared
+
+import argparse  # noqa: E402
+import csv  # noqa: E402
+import json  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+import warnings  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Any, Iterable, Sequence  # noqa: E402
+
+from tuner.simulator import RunTime, simulate  # noqa: E402
+
+from .metrics import run_metrics  # noqa: E402
+from .peers import METHODS, applies, available, make_method  # noqa: E402
+from .problems import LOOKUP_NAMES, PROBLEMS, get_problem, lookup_available  # noqa: E402
+
+FULL_PROBLEMS = tuple(PROBLEMS)
+# W = 16 on a subset (one of each kind) to keep the full run within the hour on one core
+W16_PROBLEMS = ("branin", "hartmann6", "hpo-mixed-budget", "gardner")
+# The two slow peers (0.5-1.5 s per suggestion on this shared machine): in a full run their seeds
+# from SLOW_AFTER on come after every other run, so a deadline costs them seeds, not the rest.
+EXPENSIVE = ("optuna-gp", "syne-botorch")
+SLOW_AFTER = 3
+QUICK_PROBLEMS = ("branin", "gardner", "hpo-mixed-budget")
+QUICK_METHODS = ("tuner", "gp-ucb", "tuner-cbo", "random", "optuna-tpe")
+KEY = ("problem", "workers", "method", "seed")
+COLUMNS = (*KEY, "horizon", "f_opt", "trials", "completed", "first_score", "best_0.25", "best_0.5",
+           "best_1", "target", "time_to_target", "infeasible_trials", "infeasible_share",
+           "infeasible_seconds", "worker_seconds", "suggest_ms_median", "suggest_ms_mean",
+           "run_seconds", "curve")
+
+
+def one_run(problem: str, workers: int, method: str, seed: int) -> dict[str, Any]:
+    """Simulate one (problem, W, method, seed) and return its CSV row."""
+    p = get_problem(problem)
+    horizon = p.horizon(workers)
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")      # the peers' deprecation and input warnings
+        opt = make_method(method, p, seed)
+        res = simulate(opt, p, RunTime(p.mean_runtime, p.cv), n_trials=10 ** 6, workers=workers,
+                       noise_std=p.noise_std, seed=1000 + seed, time_limit=horizon)
+    row = {"problem": problem, "workers": workers, "method": method, "seed": seed,
+           "horizon": horizon, "f_opt": p.f_opt, **run_metrics(res, p, horizon)}
+    row["run_seconds"] = time.perf_counter() - t0
+    return row
+
+
+def plan(problems: Sequence[str], workers: Sequence[int], methods: Sequence[str], seeds: int,
+         w16_problems: Sequence[str] | None = None,
+         slow_last: bool = False) -> list[tuple[str, int, str, int]]:
+    """Every run, seed-major (an interrupted run still covers every problem); with
+    ``w16_problems`` W > 4 runs only those; with ``slow_last`` the EXPENSIVE peers' seeds from
+    SLOW_AFTER on come after all the other runs (seed-major among themselves)."""
+    jobs = []
+    for seed in range(seeds):
+        for w in workers:
+            for name in problems:
+                if w > 4 and w16_problems is not None and name not in w16_problems:
+                    continue
+                jobs += [(name, w, m, seed) for m in methods if applies(m, get_problem(name))]
+    if slow_last:
+        jobs.sort(key=lambda j: j[2] in EXPENSIVE and j[3] >= SLOW_AFTER)   # stable sort
+    return jobs
+
+
+def usable_problems(names: Iterable[str]) -> list[str]:
+    """Drop the lookup tables that are not built yet (with a note)."""
+    out = []
+    for name in names:
+        table = name.removeprefix("lookup-")
+        if name.startswith("lookup-") and table in LOOKUP_NAMES and not lookup_available(table):
+            print(f"note: skipping {name}: benchmarks/lookup.py or benchmarks/tables/{table}.csv "
+                  "is not available yet")
+            continue
+        out.append(name)
+    return out
+
+
+def usable_methods(names: Iterable[str]) -> list[str]:
+    out = []
+    for m in names:
+        if not available(m):
+            print(f"note: skipping {m}: its package is not installed (pip install -e '.[bench]')")
+            continue
+        out.append(m)
+    return out
+
+
+def read_rows(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    with path.open() as fh:
+        return list(csv.DictReader(fh))
+
+
+def run_all(jobs: list[tuple[str, int, str, int]], path: Path, deadline: float | None = None) -> float:
+    """Run the jobs not in ``path`` yet, appending rows, until ``deadline`` (epoch seconds:
+    no run starts after it); returns the seconds spent."""
+    done = {tuple(r[k] for k in KEY) for r in read_rows(path)}
+    todo = [j for j in jobs if tuple(str(v) for v in j) not in done]
+    new = not path.exists()
+    t0 = time.perf_counter()
+    with path.open("a", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=COLUMNS)
+        if new:
+            writer.writeheader()
+        for i, job in enumerate(todo, 1):
+            if deadline is not None and time.time() > deadline:
+                print(f"deadline reached: {len(todo) - i + 1} runs not started", flush=True)
+                break
+            row = one_run(*job)
+            writer.writerow({k: row[k] for k in COLUMNS})
+            fh.flush()
+            print(f"[{time.perf_counter() - t0:7.0f}s] {i}/{len(todo)} {job[0]} W={job[1]} "
+                  f"{job[2]} seed {job[3]}: {row['trials']} trials, best {row['best_1']:.4g}, "
+                  f"{row['run_seconds']:.1f}s", flush=True)
+    return time.perf_counter() - t0
+
+
+def versions() -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {}
+    for pkg in ("tuner", "optuna", "syne-tune", "botorch", "torch", "numpy"):
+        try:
+            out[pkg] = version(pkg)
+        except PackageNotFoundError:
+            out[pkg] = "not installed"
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> Path:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="3 problems, W = 4, 2 seeds, 5 methods")
+    ap.add_argument("--out", default=None, help="default: docs/results/compare (full), a temp dir (quick)")
+    ap.add_argument("--seeds", type=int, default=None)
+    ap.add_argument("--problems", nargs="*", default=None)
+    ap.add_argument("--methods", nargs="*", default=None)
+    ap.add_argument("--workers", nargs="*", type=int, default=None)
+    ap.add_argument("--report-only", action="store_true")
+    ap.add_argument("--deadline", default=None,
+                    help="HH:MM (local time): start no run after it; the report covers what finished")
+    args = ap.parse_args(argv)
+    if args.out is None:
+        out = Path(tempfile.mkdtemp(prefix="bench-quick-")) if args.quick else Path("docs/results/compare")
+    else:
+        out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    runs = out / "runs.csv"
+    if not args.report_only:
+        try:
+            import torch
+            torch.set_num_threads(1)
+        except ImportError:
+            pass
+        problems = usable_problems(args.problems or (QUICK_PROBLEMS if args.quick else FULL_PROBLEMS))
+        methods = usable_methods(args.methods or (QUICK_METHODS if args.quick else METHODS))
+        workers = args.workers or ([4] if args.quick else [4, 16])
+        seeds = args.seeds or (2 if args.quick else 10)
+        full = not args.quick
+        jobs = plan(problems, workers, methods, seeds, W16_PROBLEMS if full else None, full)
+        print(f"{len(jobs)} runs: {len(problems)} problems, W in {workers}, {len(methods)} methods, "
+              f"{seeds} seeds -> {out}", flush=True)
+        deadline = None
+        if args.deadline:
+            hh, mm = (int(v) for v in args.deadline.split(":"))
+            now = time.localtime()
+            deadline = time.mktime((now.tm_year, now.tm_mon, now.tm_mday, hh, mm, 0, 0, 0, -1))
+        spent = run_all(jobs, runs, deadline)
+        meta_path = out / "meta.json"
+        meta = json.loads(meta_path.read_text()) if meta_path.exists() else {"sessions": []}
+        meta["sessions"].append({"runs": len(jobs), "seconds": round(spent, 1),
+                                 "finished": time.strftime("%Y-%m-%d %H:%M:%S"),
+                                 "argv": list(argv) if argv is not None else None})
+        meta["versions"] = versions()
+        meta_path.write_text(json.dumps(meta, indent=1) + "\n")
+    from .report import write_report
+
+    write_report(out)
+    print(f"results: {out}")
+    return out
+
+
+if __name__ == "__main__":
+    main()

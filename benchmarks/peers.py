@@ -1,0 +1,212 @@
+"""The methods compared: this project's optimizer and thin ask/tell adapters for the peers.
+
+Every method is driven by the same event loop (``tuner.simulator.simulate``), which needs an
+object with ``suggest()`` (returning ``.trial_id`` and ``.config``), ``tell(trial_id, value,
+metrics=, finish_time=)``, ``fail(trial_id, reason, finish_time=)``, ``trials_to_stop(now)``,
+``next_stop_time()``, a settable ``clock`` and ``constraints``.  The adapters keep running trials
+pending the way each peer's own API expects:
+
+* Optuna (``TPESampler(constant_liar=True)``, ``GPSampler``): ``study.ask`` / ``study.tell``; a
+  running trial stays ``RUNNING`` in the study.  A constraint is passed as ``constraints_func``
+  reading the value each trial stored with ``trial.set_user_attr`` before ``study.tell``.
+* Syne Tune (``baselines.BOTorch`` in ``AskTellScheduler``): ``ask`` registers the trial as
+  pending in the searcher, which fantasizes it (qLogEI with ``X_pending``); ``tell`` completes it.
+  BOTorch has no constraint support: it optimizes the objective alone.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+from tuner import Optimizer
+from tuner.constraints import Constraint
+
+from .problems import Problem
+
+# this project's methods: Optimizer overrides (the default is Settings() as is)
+PROJECT: dict[str, dict[str, Any]] = {
+    "tuner": {},                            # gp-ucb-sdf (+ rpol when a constraint applies)
+    "gp-ucb": {"algorithm": "gp-ucb"},
+    "gp-ts-sdf": {"algorithm": "gp-ts-sdf"},
+    "asy-ts": {"algorithm": "asy-ts"},
+    "tuner-cbo": {"constraint_handler": "cbo"},   # constrained problems only
+    "random": {"algorithm": "random"},
+}
+PEERS = ("optuna-tpe", "optuna-gp", "syne-botorch")
+METHODS = (*PROJECT, *PEERS)
+CONSTRAINED_ONLY = ("tuner-cbo",)
+# BoTorchSearcher's acquisition optimizer cut from 20 restarts x 200 raw samples (its defaults)
+# to 5 x 100: the defaults took 0.8 s per suggestion at W = 4 and 1.8 s at W = 16 (n < 100),
+# 20-60x the other GP methods, more than the hour the full run may take on this shared machine.
+SYNE_SEARCHER_KWARGS = {"num_restarts": 5, "num_raw_samples": 100}
+
+
+@dataclass(frozen=True)
+class Suggestion:
+    trial_id: int
+    config: dict[str, Any]
+
+
+class Adapter:
+    """Shared bookkeeping of the peer adapters: the clock, pending trials and an event log
+    (``("ask", trial_id, time, n_pending)`` / ``("tell", trial_id, time)``) for the tests."""
+
+    def __init__(self, problem: Problem):
+        self.clock: Callable[[], float] = lambda: 0.0
+        self.constraints = [Constraint.from_dict(problem.constraint)] if problem.constraint else []
+        self.pending: dict[int, Any] = {}
+        self.events: list[tuple] = []
+
+    def _asked(self, tid: int, handle: Any) -> None:
+        self.events.append(("ask", tid, float(self.clock()), len(self.pending)))
+        self.pending[tid] = handle
+
+    def _told(self, tid: int, finish_time: float | None) -> Any:
+        self.events.append(("tell", tid, float(self.clock() if finish_time is None else finish_time)))
+        return self.pending.pop(tid)
+
+    def constraint_value(self, metrics: Mapping[str, float] | None) -> float | None:
+        """g of the reported metric (a run-time budget: the observed run time / limit - 1)."""
+        if not self.constraints:
+            return None
+        c = self.constraints[0]
+        return float(c.g(float((metrics or {})[c.metric])))
+
+    def trials_to_stop(self, now: float | None = None) -> list[int]:
+        return []      # the peers do not stop trials
+
+    def next_stop_time(self) -> float | None:
+        return None
+
+
+class OptunaAdapter(Adapter):
+    """Optuna's ask/tell study with a TPE (constant liar) or GP sampler."""
+
+    def __init__(self, problem: Problem, sampler: str, seed: int):
+        super().__init__(problem)
+        import optuna
+
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        self._optuna = optuna
+        self.distributions = optuna_distributions(problem.space)
+        cf = (lambda ft: [ft.user_attrs["constraint"]]) if self.constraints else None
+        with warnings.catch_warnings():     # constraints_func: FutureWarning in Optuna 5
+            warnings.simplefilter("ignore")
+            if sampler == "tpe":
+                s = optuna.samplers.TPESampler(constant_liar=True, seed=seed, constraints_func=cf)
+            elif sampler == "gp":
+                s = optuna.samplers.GPSampler(seed=seed, constraints_func=cf)
+            else:
+                raise ValueError(f"sampler must be tpe or gp (got {sampler!r})")
+        self.study = optuna.create_study(direction="maximize", sampler=s)
+
+    def suggest(self) -> Suggestion:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            trial = self.study.ask(self.distributions)
+        self._asked(trial.number, trial)
+        return Suggestion(trial.number, dict(trial.params))
+
+    def tell(self, trial_id: int, value: float, metrics: Mapping[str, float] | None = None,
+             finish_time: float | None = None) -> None:
+        trial = self._told(trial_id, finish_time)
+        g = self.constraint_value(metrics)
+        if g is not None:
+            trial.set_user_attr("constraint", g)
+        self.study.tell(trial, float(value))
+
+    def fail(self, trial_id: int, reason: str = "failed", metrics: Mapping[str, float] | None = None,
+             finish_time: float | None = None) -> None:
+        self.study.tell(self._told(trial_id, finish_time), state=self._optuna.trial.TrialState.FAIL)
+
+
+class SyneTuneAdapter(Adapter):
+    """Syne Tune's ``BOTorch`` scheduler through ``AskTellScheduler``."""
+
+    def __init__(self, problem: Problem, seed: int, searcher_kwargs: dict | None = None):
+        super().__init__(problem)
+        from syne_tune.optimizer.baselines import BOTorch
+        from syne_tune.optimizer.schedulers.ask_tell_scheduler import AskTellScheduler
+
+        self.scheduler = AskTellScheduler(BOTorch(syne_tune_space(problem.space), metric="y",
+                                                  do_minimize=False, random_seed=seed,
+                                                  searcher_kwargs=searcher_kwargs))
+
+    def suggest(self) -> Suggestion:
+        trial = self.scheduler.ask()
+        self._asked(trial.trial_id, trial)
+        return Suggestion(trial.trial_id, dict(trial.config))
+
+    def tell(self, trial_id: int, value: float, metrics: Mapping[str, float] | None = None,
+             finish_time: float | None = None) -> None:
+        self.scheduler.tell(self._told(trial_id, finish_time), {"y": float(value)})
+
+    def fail(self, trial_id: int, reason: str = "failed", metrics: Mapping[str, float] | None = None,
+             finish_time: float | None = None) -> None:
+        trial = self._told(trial_id, finish_time)
+        self.scheduler.base_scheduler.on_trial_error(trial)
+
+
+def optuna_distributions(space: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """The project's space dict as Optuna distributions."""
+    from optuna.distributions import (CategoricalDistribution, FloatDistribution,
+                                      IntDistribution)
+
+    out: dict[str, Any] = {}
+    for name, p in space.items():
+        if p["type"] == "float":
+            out[name] = FloatDistribution(p["low"], p["high"], log=bool(p.get("log", False)))
+        elif p["type"] == "int":
+            out[name] = IntDistribution(p["low"], p["high"], log=bool(p.get("log", False)))
+        else:
+            out[name] = CategoricalDistribution(list(p["choices"]))
+    return out
+
+
+def syne_tune_space(space: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """The project's space dict as a Syne Tune config space."""
+    from syne_tune.config_space import choice, lograndint, loguniform, randint, uniform
+
+    out: dict[str, Any] = {}
+    for name, p in space.items():
+        log = bool(p.get("log", False))
+        if p["type"] == "float":
+            out[name] = (loguniform if log else uniform)(p["low"], p["high"])
+        elif p["type"] == "int":
+            out[name] = (lograndint if log else randint)(p["low"], p["high"])
+        else:
+            out[name] = choice(list(p["choices"]))
+    return out
+
+
+def available(method: str) -> bool:
+    """Whether a method's package is installed (Optuna, Syne Tune + BoTorch)."""
+    mods = {"optuna-tpe": ("optuna",), "optuna-gp": ("optuna", "torch"),
+            "syne-botorch": ("syne_tune", "botorch")}.get(method, ())
+    try:
+        for m in mods:
+            __import__(m)
+    except ImportError:
+        return False
+    return True
+
+
+def applies(method: str, problem: Problem) -> bool:
+    """``tuner-cbo`` runs on constrained problems only."""
+    return problem.constraint is not None or method not in CONSTRAINED_ONLY
+
+
+def make_method(method: str, problem: Problem, seed: int) -> Any:
+    """A fresh optimizer (or adapter) for one run."""
+    if method in PROJECT:
+        cons = [problem.constraint] if problem.constraint and method != "random" else []
+        return Optimizer(problem.space, seed=seed, constraints=cons, **PROJECT[method])
+    if method == "optuna-tpe":
+        return OptunaAdapter(problem, "tpe", seed)
+    if method == "optuna-gp":
+        return OptunaAdapter(problem, "gp", seed)
+    if method == "syne-botorch":
+        return SyneTuneAdapter(problem, seed, SYNE_SEARCHER_KWARGS)
+    raise ValueError(f"unknown method {method!r}; known: {list(METHODS)}")
