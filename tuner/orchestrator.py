@@ -660,9 +660,9 @@ class StudyRunner:
         rows = []
         for tid in sorted(self.session.outcomes):
             tr, out = opt.trials[tid], self.session.outcomes[tid]
-            over = any((c.observed(tr) or 0.0) > 0 for c in opt.constraints)
             rows.append({"trial": tid, "status": out["status"], key: tr.value,
-                         "runtime": tr.metrics.get("runtime"), "over_budget": int(over),
+                         "runtime": tr.metrics.get("runtime"),
+                         "over_budget": int(self._over_budget(tid)),
                          "train_time": tr.metrics.get("train_time"),
                          "pending_at_suggest": tr.pending_at_suggest, "start": tr.start_time,
                          "finish": tr.finish_time, "node": out.get("node"),
