@@ -43,7 +43,7 @@ from typing import Any, Mapping  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from tuner import Optimizer  # noqa: E402
+from tuner import PAPER_EXACT, Optimizer, Settings  # noqa: E402
 from tuner.simulator import simulate  # noqa: E402
 
 from .lookup import NAMES, load_table  # noqa: E402
@@ -78,7 +78,7 @@ def run(table: str, delay: str, algorithm: str, seed: int, T: int) -> tuple[np.n
     tab = load_table(table)
     kind, value, m = DELAYS[delay]
     sdf = algorithm in SDF
-    opt = Optimizer(tab.space, algorithm=algorithm, objective_bounds=(0.0, 1.0),
+    opt = Optimizer(tab.space, Settings(**PAPER_EXACT), algorithm=algorithm, objective_bounds=(0.0, 1.0),
                     window=float(m) if sdf else float("inf"), nu_terms="window", beta=1.0,
                     kernel="se", refit_every=10, n_initial=N_INITIAL, seed=seed)
     cells: list[int] = []

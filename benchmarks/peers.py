@@ -20,7 +20,7 @@ import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from tuner import Optimizer
+from tuner import PAPER_EXACT, Optimizer
 from tuner.constraints import Constraint
 
 from .problems import Problem
@@ -32,7 +32,26 @@ PROJECT: dict[str, dict[str, Any]] = {
     "gp-ts-sdf": {"algorithm": "gp-ts-sdf"},
     "asy-ts": {"algorithm": "asy-ts"},
     "tuner-cbo": {"constraint_handler": "cbo"},   # constrained problems only
-    "random": {"algorithm": "random"},
+    "random": {"algorithm": "random", "n_initial": 1},
+}
+# the method ablation (benchmarks.ablation): each switch alone on the paper-exact rules, and combined
+PAPER = dict(PAPER_EXACT)
+ABLATION: dict[str, dict[str, Any]] = {
+    "paper": PAPER,
+    "soft-0.01": {**PAPER, "censoring": "soft", "censor_noise": 0.01},
+    "soft-0.05": {**PAPER, "censoring": "soft", "censor_noise": 0.05},
+    "soft-0.25": {**PAPER, "censoring": "soft", "censor_noise": 0.25},
+    "soft-1": {**PAPER, "censoring": "soft", "censor_noise": 1.0},
+    "sobol": {**PAPER, "n_initial": "auto"},
+    "refit": {**PAPER, "refit_dense_until": 50},
+    "matern": {**PAPER, "kernel": "matern52"},
+    "delay-sqrt": {**PAPER, "delay_lambda_power": 0.5},
+    "mean-prior": {**PAPER, "prior_mean": "mean"},
+    "ls-prior": {**PAPER, "lengthscale_prior": True},
+    "refit-prior": {**PAPER, "refit_dense_until": 50, "lengthscale_prior": True},
+    "rpol-mean": {**PAPER, "handler_options": {"g": "mean"}},
+    "rpol-ucb": {**PAPER, "handler_options": {"g": "ucb"}},
+    "pof": {**PAPER, "constraint_handler": "pof"},
 }
 PEERS = ("optuna-tpe", "optuna-gp", "syne-botorch")
 METHODS = (*PROJECT, *PEERS)
@@ -200,9 +219,10 @@ def applies(method: str, problem: Problem) -> bool:
 
 def make_method(method: str, problem: Problem, seed: int) -> Any:
     """A fresh optimizer (or adapter) for one run."""
-    if method in PROJECT:
+    if method in PROJECT or method in ABLATION:
         cons = [problem.constraint] if problem.constraint and method != "random" else []
-        return Optimizer(problem.space, seed=seed, constraints=cons, **PROJECT[method])
+        settings = PROJECT[method] if method in PROJECT else ABLATION[method]
+        return Optimizer(problem.space, seed=seed, constraints=cons, **settings)
     if method == "optuna-tpe":
         return OptunaAdapter(problem, "tpe", seed)
     if method == "optuna-gp":

@@ -27,7 +27,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tuner import Optimizer  # noqa: E402
+from tuner import PAPER_EXACT, Optimizer, Settings  # noqa: E402
 
 
 def objective(X: np.ndarray) -> np.ndarray:
@@ -42,16 +42,20 @@ def timed(fn):
     return out, time.perf_counter() - w, time.process_time() - c
 
 
-def time_ours(n: int, d: int, reps: int, seed: int) -> list[tuple[float, float]]:
+def time_ours(n: int, d: int, reps: int, seed: int, settings: Settings | None = None,
+              pending: int = 0) -> list[tuple[float, float]]:
+    """Suggestion times after n results, with ``pending`` trials left running throughout."""
     rng = np.random.default_rng(seed)
     space = {f"x{i}": {"type": "float", "low": 0.0, "high": 1.0} for i in range(d)}
-    opt = Optimizer(space, algorithm="gp-ucb-sdf", objective_bounds=(0.0, 1.0), window=float("inf"),
-                    seed=seed)
-    X = rng.random((n, d))
+    opt = Optimizer(space, settings, algorithm="gp-ucb-sdf", objective_bounds=(0.0, 1.0),
+                    window=float("inf"), seed=seed)
+    X = rng.random((n + pending, d))
     y = objective(X)
-    for x, v in zip(X, y):
+    for x, v in zip(X[:n], y[:n]):
         s = opt.suggest(config={f"x{i}": float(x[i]) for i in range(d)})
         opt.tell(s.trial_id, float(v))
+    for x in X[n:]:
+        opt.suggest(config={f"x{i}": float(x[i]) for i in range(d)})
     step(opt, d)     # untimed: factorizes the n told points and fits; refits then fall every 10
     return [step(opt, d) for _ in range(reps)]
 
@@ -95,6 +99,25 @@ def summary(times: list[tuple[float, float]], prefix: str) -> dict[str, float]:
             f"{prefix}_cpu_median_ms": statistics.median(cpu) if cpu else nan}
 
 
+def against_paper(args: argparse.Namespace) -> None:
+    """Median suggestion time of the default settings / the paper-exact ones, same run."""
+    paper = Settings(**PAPER_EXACT)
+    time_ours(20, 2, 1, args.seed)
+    lines = [f"Command: `python scripts/bench_latency.py {' '.join(sys.argv[1:])}`", "",
+             f"| d | n | pending | paper-exact median ms | default median ms | ratio | default mean ms |",
+             "|---|---|---|---|---|---|---|"]
+    for d in args.dims:
+        for n in args.n:
+            a = summary(time_ours(n, d, args.reps, args.seed, paper, args.pending), "p")
+            b = summary(time_ours(n, d, args.reps, args.seed, None, args.pending), "d")
+            lines.append(f"| {d} | {n} | {args.pending} | {a['p_median_ms']:.1f} | {b['d_median_ms']:.1f} | "
+                         f"{b['d_median_ms'] / a['p_median_ms']:.2f} | {b['d_mean_ms']:.1f} |")
+            print(lines[-1], flush=True)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "against_paper.md").write_text("\n".join(lines) + "\n")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, nargs="+", default=[100, 400, 1000, 2000, 5000])
@@ -104,9 +127,15 @@ def main() -> None:
     ap.add_argument("--optuna-max-n", type=int, default=2000,
                     help="skip Optuna above this n (its cost grows as n^3 per call)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--pending", type=int, default=0, help="trials left running during the timing")
+    ap.add_argument("--against-paper", action="store_true",
+                    help="time the default Settings and Settings(**PAPER_EXACT) in the same run "
+                         "instead of Optuna")
     ap.add_argument("--out", default="bench_results/latency", help="directory for latency.csv/.md")
     args = ap.parse_args()
 
+    if args.against_paper:
+        return against_paper(args)
     import optuna
     time_ours(20, 2, 1, args.seed)          # warm-up: lazy imports (torch for GPSampler), caches
     time_optuna(20, 2, 1, args.seed)

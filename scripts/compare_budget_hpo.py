@@ -57,7 +57,7 @@ from constraint_common import markdown_table, plot_panels, run_pool, write_csv
 
 import numpy as np  # noqa: E402
 
-from tuner import Optimizer  # noqa: E402
+from tuner import PAPER_EXACT, Optimizer, Settings  # noqa: E402
 from tuner.problems import BudgetedTraining  # noqa: E402
 from tuner.simulator import simulate  # noqa: E402
 
@@ -102,7 +102,7 @@ def one_run(args: tuple) -> tuple:
     kw = dict(METHODS[method])
     cons = [] if kw["algorithm"] == "random" or method in ("gp-ucb-sdf", "gp-ucb") else [BUDGET]
     kw.setdefault("window", "auto")
-    opt = Optimizer(job.space, objective_bounds=(0.5, 1.0), window_unit="seconds",
+    opt = Optimizer(job.space, Settings(**PAPER_EXACT), objective_bounds=(0.5, 1.0), window_unit="seconds",
                     beta=1.0, constraints=cons, seed=run, n_candidates=512, n_local=64, **kw)
     t0 = time.perf_counter()
     res = simulate(opt, job, job.run_time(), n_trials=100_000, workers=WORKERS, noise_std=NOISE,

@@ -65,7 +65,9 @@ from scipy.stats import qmc, wilcoxon  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tuner import Optimizer  # noqa: E402
+from tuner import PAPER_EXACT, Optimizer, Settings  # noqa: E402
+
+PAPER = Settings(**PAPER_EXACT)
 from tuner.censoring import COMPLETED  # noqa: E402
 from tuner.problems import gp_sample_1d  # noqa: E402
 from tuner.simulator import Poisson, RunTime, simulate  # noqa: E402
@@ -250,7 +252,7 @@ def run_one(job: Job) -> dict[str, Any]:
     t0 = time.perf_counter()
     p = PROBLEMS[job.problem]
     W, n = job.workers, job.n
-    opt = Optimizer(p.space, algorithm=job.algorithm, objective_bounds=p.bounds, seed=job.seed,
+    opt = Optimizer(p.space, PAPER, algorithm=job.algorithm, objective_bounds=p.bounds, seed=job.seed,
                     **window_settings(job.window, W))
     f_true: list[float] = []
     durations: list[float] = []
@@ -343,7 +345,7 @@ PAPER_MARKS = (25, 50, 100, 200)
 def run_paper(job: PaperJob) -> dict[str, Any]:
     size, _, nu = job.window.partition("/")
     fn = gp_sample_1d(1000, 0.02, seed=1000 + job.seed)
-    opt = Optimizer(fn.space, algorithm="gp-ucb-sdf", objective_bounds=(0.0, 1.0), beta=1.0,
+    opt = Optimizer(fn.space, PAPER, algorithm="gp-ucb-sdf", objective_bounds=(0.0, 1.0), beta=1.0,
                     window=math.inf if size == "inf" else float(size),
                     nu_terms="window" if nu == "nu-window" else "pending",
                     domain=fn.grid[:, None], seed=job.seed)

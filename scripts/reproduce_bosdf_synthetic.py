@@ -51,7 +51,7 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tuner import Optimizer  # noqa: E402
+from tuner import PAPER_EXACT, Optimizer, Settings  # noqa: E402
 from tuner.problems import gp_sample_1d  # noqa: E402
 from tuner.simulator import simulate  # noqa: E402
 
@@ -74,6 +74,8 @@ SETTINGS = (
                                 ("fig5b", ("gp-ts-sdf", "asy-ts", "gp-bts"), "fixed", 10))
        for s in [_s(f, a, a, k, 10, m) for a in algos]
        + [_s(f, f"{algos[0]} (pending)", algos[0], k, 10, m, "pending")]]
+    # the product's default Settings (not a figure of the paper): Fig. 1c's delays, m = inf
+    + [_s("default", "tuner default", "default", "poisson", 10, 0)]
 )
 
 
@@ -114,9 +116,12 @@ def one_run(args: tuple) -> tuple:
     (algo, kind, value, m, nu), run, T, noise = args
     fn = gp_sample_1d(1000, 0.02, seed=1000 + run)
     window = m if algo in SDF else None
-    opt = Optimizer(fn.space, algorithm=algo, objective_bounds=(0.0, 1.0),
-                    window=float(m) if algo in SDF else float("inf"), nu_terms=nu, beta=1.0,
-                    n_initial=N_INITIAL, domain=fn.grid[:, None], seed=run)
+    if algo == "default":
+        opt = Optimizer(fn.space, objective_bounds=(0.0, 1.0), domain=fn.grid[:, None], seed=run)
+    else:
+        opt = Optimizer(fn.space, Settings(**PAPER_EXACT), algorithm=algo, objective_bounds=(0.0, 1.0),
+                        window=float(m) if algo in SDF else float("inf"), nu_terms=nu, beta=1.0,
+                        n_initial=N_INITIAL, domain=fn.grid[:, None], seed=run)
     delay = PaperDelays(kind, value, window)
     t0 = time.perf_counter()
     res = simulate(opt, fn, delay, T, noise_std=noise, seed=run, f_opt=fn.f_opt)

@@ -28,7 +28,7 @@ from constraint_common import (average_curves, markdown_table, pivot, plot_panel
 
 import numpy as np  # noqa: E402
 
-from tuner import Optimizer  # noqa: E402
+from tuner import PAPER_EXACT, Optimizer, Settings  # noqa: E402
 from tuner.problems import RKHSConstrained  # noqa: E402
 from tuner.simulator import Fixed, simulate  # noqa: E402
 
@@ -46,7 +46,7 @@ def one_run(args: tuple) -> tuple:
     B, G = max(abs(lo), abs(hi)), float(np.abs(p.g_values).max())
     slack = max(-float(p.g_values.min()), 1e-3)
     opts = {"rho": 4 * B / slack, "horizon": T, "clip_f": B, "clip_g": G} if handler == "cbo" else {}
-    opt = Optimizer(p.space, algorithm=algo, objective_bounds=(lo, hi), constraints=[p.constraint],
+    opt = Optimizer(p.space, Settings(**PAPER_EXACT), algorithm=algo, objective_bounds=(lo, hi), constraints=[p.constraint],
                     constraint_handler=handler, handler_options=opts, domain=p.grid[:, None],
                     beta_schedule="srinivas-finite", delta=0.1, lengthscale=0.2, amplitude=1.0,
                     noise=0.01, refit_every=10 ** 9, seed=run)

@@ -39,7 +39,7 @@ from constraint_common import (average_curves, markdown_table, pivot, plot_panel
 
 import numpy as np  # noqa: E402  (constraint_common sets the BLAS threads first)
 
-from tuner import Optimizer  # noqa: E402
+from tuner import PAPER_EXACT, Optimizer, Settings  # noqa: E402
 from tuner.problems import SinConstrained  # noqa: E402
 from tuner.simulator import Fixed, Poisson, simulate  # noqa: E402
 
@@ -81,7 +81,7 @@ def settings(T: int) -> list[tuple]:
 def one_run(args: tuple) -> tuple:
     (fig, method, delay, f_noise, g_noise), run, T = args
     p = SinConstrained()
-    opt = Optimizer(p.space, objective_bounds=p.f_range, constraints=[p.constraint], beta=1.0,
+    opt = Optimizer(p.space, Settings(**PAPER_EXACT), objective_bounds=p.f_range, constraints=[p.constraint], beta=1.0,
                     seed=run, **MAXIMIZER, **methods(T)[method])
     t0 = time.perf_counter()
     res = simulate(opt, p, Fixed(0) if delay is None else Poisson(delay), T, noise_std=f_noise,

@@ -17,6 +17,7 @@ from typing import Callable
 
 import numpy as np
 from scipy.linalg import cholesky, eigh
+from scipy.special import ndtr
 
 from .gp import Posterior, blas_threads
 
@@ -51,6 +52,16 @@ def shifted(post: Posterior, weight: float) -> Shifted:
     return Shifted(post, weight)
 
 
+def probability_feasible(post: Posterior) -> EstimateFn:
+    """P(g(x) <= 0) = Phi(-mu_g(x) / sigma_g(x)) under the constraint's posterior."""
+
+    def p(U: np.ndarray) -> np.ndarray:
+        mean, var = post.predict(U)
+        return ndtr(-mean / np.sqrt(np.maximum(var, 1e-12)))
+
+    return p
+
+
 @blas_threads
 def thompson_sample(post: Posterior, C: np.ndarray, nu: float,
                     rng: np.random.Generator) -> np.ndarray:
@@ -62,7 +73,7 @@ def thompson_sample(post: Posterior, C: np.ndarray, nu: float,
     O(m^2 + n m) per draw instead of O(n m^2 + m^3).
     """
     gp = post.var_gp
-    if C is gp.anchor and gp.n and bool((gp.anchor_index >= 0).all()):
+    if isinstance(post, Posterior) and C is gp.anchor and gp.n and bool((gp.anchor_index >= 0).all()):
         mean, _ = post.predict(C)
         f0 = gp.anchor_prior_chol() @ rng.standard_normal(len(C))
         eps = np.sqrt(gp.hyper.noise) * rng.standard_normal(gp.n)

@@ -42,11 +42,16 @@ name       paper                       g_t         options (default)
                                                    ``step`` (0.5): mu of Alg. 3 (App. E.1.2)
 ``scgp``   003 Alg. 2 (full            the         ``delta`` (1.0): Slater slack in
            constraint information)     sample      V_t = delta sqrt(t) / (8 B); ``clip_f`` as cbo
+``pof``    none (Gardner et al. 2014:  P(g <= 0)   none: [UCB f]^+ x prod_j P(g_j <= 0)
+           constrained EI's weight)
 =========  ==========================  ==========  ==================================================
+
+``rpol`` also takes ``g`` (``lcb``): the constraint estimate, ``lcb`` (004 eq. 11), ``mean`` or
+``ucb`` (pessimistic about feasibility).
 
 "the algorithm's" g_t: the constraint estimate of the same kind as the objective's
 (``Settings.algorithm``): UCB -> LCB mu - nu sigma (optimistic for a cost), TS -> a joint draw,
-RandGP-UCB -> mu + Z sigma.  RPOL always uses the LCB (004 §3: the pessimistic-optimistic pair).
+RandGP-UCB -> mu + Z sigma.  RPOL uses the LCB (004 §3: the pessimistic-optimistic pair) unless its option ``g`` says otherwise.
 
 All handlers see the objective's estimate on the objective's own scale (the reward
 sign * y mapped back from the GP's [0, 1] targets), so Q, phi, kappa weigh the same units as in
@@ -66,6 +71,7 @@ from .censoring import RUNNING, Trial
 
 CONSTRAINT_TYPES = ("budget", "upper")
 CONSTRAINT_KEYS = ("metric", "limit", "type", "runtime", "observable")
+SHIFTS = {"lcb": -1.0, "mean": 0.0, "ucb": 1.0}     # g_t = mu + shift x nu sigma (RPOL's option g)
 
 
 @dataclass(frozen=True)
@@ -139,7 +145,8 @@ class Handler:
     """
 
     name = "none"
-    g_estimate = "algorithm"        # "lcb", "algorithm" or "sample" (see the module docstring)
+    g_estimate = "algorithm"  # lcb / mean / ucb, "algorithm", "sample" or "pof" (module docstring)
+    normalized_f = False      # score() gets f on the GP's [0, 1] scale instead of the objective's
 
     def __init__(self, n_constraints: int):
         self.n = n_constraints
@@ -176,11 +183,14 @@ class RPOL(Handler):
     g_estimate = "lcb"
     STATE = ("Q",)
 
-    def __init__(self, n_constraints: int, q1: float = 1.0):
+    def __init__(self, n_constraints: int, q1: float = 1.0, g: str = "lcb"):
         super().__init__(n_constraints)
         if not float(q1) > 0:
             raise ValueError(f"handler_options.q1 must be > 0 (got {q1!r})")
+        if g not in SHIFTS:
+            raise ValueError(f"handler_options.g must be one of {list(SHIFTS)} (got {g!r})")
         self.Q = np.full(n_constraints, float(q1))
+        self.g_estimate = g     # lcb: 004 eq. 11; mean / ucb: less optimistic about feasibility
 
     def start_round(self, t: int, arrived: Sequence[Sequence[float]]) -> None:
         if t == 0:
@@ -190,6 +200,25 @@ class RPOL(Handler):
 
     def score(self, t: int, f: np.ndarray, gs: Sequence[np.ndarray], f_bound: float) -> np.ndarray:
         return f - sum(q * np.maximum(g, 0.0) for q, g in zip(self.Q, gs))
+
+
+class Feasibility(Handler):
+    """The objective's estimate weighted by the probability of feasibility (Gardner et al. 2014,
+    constrained EI; here with the UCB): x_t = argmax [f^_t(x)]^+ prod_j P(g_j(x) <= 0), with f^_t
+    on the GP's normalized scale (0 = the worst value seen) and P from the constraint GP's
+    posterior, Phi(-mu_g / sigma_g).  Not from the papers: no multiplier, so no slow start while
+    a multiplier grows (RPOL's Q_t), and a region is avoided as soon as the GP believes it
+    infeasible rather than once it is known to be."""
+
+    name = "pof"
+    g_estimate = "pof"
+    normalized_f = True
+
+    def score(self, t: int, f: np.ndarray, gs: Sequence[np.ndarray], f_bound: float) -> np.ndarray:
+        s = np.maximum(f, 0.0)
+        for p in gs:
+            s = s * p
+        return s
 
 
 class CBO(Handler):
@@ -345,7 +374,7 @@ class Penalty(Handler):
         return s
 
 
-HANDLERS: dict[str, type[Handler]] = {h.name: h for h in (RPOL, CBO, Penalty, SCGP)}
+HANDLERS: dict[str, type[Handler]] = {h.name: h for h in (RPOL, CBO, Penalty, SCGP, Feasibility)}
 
 
 def handler_options(name: str) -> list[str]:

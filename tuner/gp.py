@@ -262,6 +262,7 @@ class Posterior:
     mean_gp: GaussianProcess
     y: np.ndarray | None
     var_gp: GaussianProcess
+    offset: float = 0.0        # a constant prior mean: y holds the targets minus it
 
     def __post_init__(self) -> None:
         has_y = self.y is not None and self.mean_gp.n
@@ -274,13 +275,14 @@ class Posterior:
         gp = self.var_gp
         if gp.n == 0:
             cov = gp.k(U, U)
-            return np.zeros(len(U)), (cov if full_cov else np.diag(cov).copy())
+            return np.full(len(U), self.offset), (cov if full_cov else np.diag(cov).copy())
         V = _whitened_cross(gp, U)
         if self._w is None:
             mean = np.zeros(len(U))
         else:
             Vm = V if self.mean_gp is gp else _whitened_cross(self.mean_gp, U)
             mean = Vm.T @ self._w
+        mean = mean + self.offset
         if full_cov:
             return mean, gp.k(U, U) - V.T @ V
         var = gp.hyper.amplitude - np.einsum("ij,ij->j", V, V)
@@ -301,46 +303,143 @@ class Posterior:
         the 2k best-bounded candidates is dropped (it cannot be among the k largest).
         """
         gp = self.var_gp
-        n, m = gp.n, len(U)
-        if n < 2 * PRUNE_BLOCK or m <= 8 * k or U is gp.anchor:
+        if gp.n < 2 * PRUNE_BLOCK or len(U) <= 8 * k or U is gp.anchor:
             mean, var = self.predict(U)
             return mean + weight * np.sqrt(var)
         K = gp.k(gp.X, U)
         mean = self._mean_at(K, U)
-        a, L, w_up = gp.hyper.amplitude, gp.L, max(weight, 0.0)
-        cols, ssq, V = np.arange(m), np.zeros(m), np.empty((n, m))
-        tau = None
-        r0, r1 = 0, PRUNE_BLOCK
-        while r0 < n:
-            rhs = K[r0:r1][:, cols]
-            if r0:
-                rhs -= L[r0:r1, :r0] @ V[:r0]
-            V[r0:r1] = solve_triangular(L[r0:r1, r0:r1], rhs, lower=True, check_finite=False)
-            ssq[cols] += np.einsum("ij,ij->j", V[r0:r1], V[r0:r1])
-            if r1 < n:
-                bound = mean[cols] + w_up * np.sqrt(np.maximum(a - ssq[cols], 0.0))
-                if tau is None:
-                    best = cols[np.argsort(-bound)[: 2 * k]]
-                    Vb = gp.solve(K[:, best])
-                    exact = mean[best] + weight * np.sqrt(np.maximum(a - np.einsum("ij,ij->j", Vb, Vb), 0.0))
-                    tau = float(np.sort(exact)[-k])
-                    tau -= 1e-9 * (1.0 + abs(tau))          # rounding margin
-                keep = bound >= tau
-                cols, V = cols[keep], V[:, keep]
-            r0, r1 = r1, min(n, 2 * r1)
-        out = np.full(m, -np.inf)
-        out[cols] = mean[cols] + weight * np.sqrt(np.maximum(a - ssq[cols], 0.0))
+
+        def exact(idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            Vb = gp.solve(K[:, idx])
+            return mean[idx], np.maximum(gp.hyper.amplitude - np.einsum("ij,ij->j", Vb, Vb), 0.0)
+
+        cols, ssq, _ = _pruned_rows(gp, K, mean, weight, k, exact)
+        out = np.full(len(U), -np.inf)
+        out[cols] = mean[cols] + weight * np.sqrt(np.maximum(gp.hyper.amplitude - ssq[cols], 0.0))
         return out
 
     def _mean_at(self, K: np.ndarray, U: np.ndarray) -> np.ndarray:
         """mu(U) = k(X, U)^T (K + lambda I)^{-1} y, given ``K = var_gp.k(X, U)``."""
         if self._w is None:
-            return np.zeros(len(U))
+            return np.full(len(U), self.offset)
         gp = self.mean_gp
         if self._alpha is None:
             self._alpha = gp.solve(self._w, trans=True)
-        return (K if gp is self.var_gp else gp.k(gp.X, U)).T @ self._alpha
+        return (K if gp is self.var_gp else gp.k(gp.X, U)).T @ self._alpha + self.offset
 
+
+
+class SoftCensoredPosterior:
+    """Posterior with usable results at the GP's noise lambda and censored entries at their
+    own, larger noise lambda_c (soft censoring; the product's deviation from 001 eq. 1, which
+    gives every entry the same lambda).
+
+    The usable results keep their incrementally grown factor L_d (``gp``); the p censored
+    entries are appended as one block of the joint Cholesky factor
+    [[L_d, 0], [A^T, L_S]], A = L_d^{-1} k(X_d, X_c), L_S L_S^T = k(X_c, X_c) + lambda_c I - A^T A,
+    at O(n^2 p) per suggestion (p = running plus censored-for-good trials).
+    """
+
+    def __init__(self, gp: GaussianProcess, y: np.ndarray, Xc: np.ndarray, yc: np.ndarray,
+                 noise_c: float):
+        self.var_gp = self.mean_gp = gp
+        self.offset = 0.0          # a constant prior mean (as Posterior.offset)
+        self.Xc, self.noise_c = np.asarray(Xc, dtype=float).reshape(-1, gp.dim), float(noise_c)
+        self._setup(np.asarray(y, dtype=float), np.asarray(yc, dtype=float))
+
+    @blas_threads
+    def _setup(self, y: np.ndarray, yc: np.ndarray) -> None:
+        gp, Xc = self.var_gp, self.Xc
+        Kcc = gp.k(Xc, Xc)
+        Kcc[np.diag_indices_from(Kcc)] += self.noise_c
+        if gp.n:
+            self.A = gp.solve(gp.k(Xc, gp.X).T)
+            self.w_d = gp.solve(y)
+            S = Kcc - self.A.T @ self.A
+            rc = yc - self.A.T @ self.w_d
+        else:
+            self.A, self.w_d, S, rc = np.zeros((0, len(Xc))), np.zeros(0), Kcc, yc
+        try:
+            self.L_S = cholesky(S, lower=True, check_finite=False)
+        except np.linalg.LinAlgError:
+            S[np.diag_indices_from(S)] += JITTER * 1e4 * (gp.hyper.amplitude + self.noise_c)
+            self.L_S = cholesky(S, lower=True, check_finite=False)
+        self.w_c = solve_triangular(self.L_S, rc, lower=True, check_finite=False)
+        # alpha = (K + Lambda)^{-1} y over [X_d; X_c], for the O(n m) mean of shifted_top
+        a_c = solve_triangular(self.L_S, self.w_c, lower=True, trans=1, check_finite=False)
+        a_d = gp.solve(self.w_d - self.A @ a_c, trans=True) if gp.n else np.zeros(0)
+        self._alpha = (a_d, a_c)
+
+    def _block(self, U: np.ndarray, Vd: np.ndarray) -> np.ndarray:
+        """V_c = L_S^{-1} (k(X_c, U) - A^T V_d)."""
+        rhs = self.var_gp.k(self.Xc, U)
+        if self.var_gp.n:
+            rhs -= self.A.T @ Vd
+        return solve_triangular(self.L_S, rhs, lower=True, check_finite=False)
+
+    @blas_threads
+    def predict(self, U: np.ndarray, full_cov: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        U = U if U.ndim == 2 else np.atleast_2d(U)
+        gp = self.var_gp
+        Vd = _whitened_cross(gp, U) if gp.n else np.zeros((0, len(U)))
+        Vc = self._block(U, Vd)
+        mean = Vd.T @ self.w_d + Vc.T @ self.w_c + self.offset
+        if full_cov:
+            return mean, gp.k(U, U) - Vd.T @ Vd - Vc.T @ Vc
+        var = gp.hyper.amplitude - np.einsum("ij,ij->j", Vd, Vd) - np.einsum("ij,ij->j", Vc, Vc)
+        return mean, np.maximum(var, 0.0)
+
+    def std(self, U: np.ndarray) -> np.ndarray:
+        return np.sqrt(self.predict(U)[1])
+
+    @blas_threads
+    def shifted_top(self, U: np.ndarray, weight: float, k: int) -> np.ndarray:
+        """As ``Posterior.shifted_top``: the rows of L_d bound sigma from above (the censored
+        block only lowers it), and survivors get the block's rows at the end."""
+        gp = self.var_gp
+        if gp.n < 2 * PRUNE_BLOCK or len(U) <= 8 * k or U is gp.anchor:
+            mean, var = self.predict(U)
+            return mean + weight * np.sqrt(var)
+        K = gp.k(gp.X, U)
+        a_d, a_c = self._alpha
+        mean = K.T @ a_d + gp.k(self.Xc, U).T @ a_c + self.offset
+        cols, ssq, V = _pruned_rows(gp, K, mean, weight, k, lambda idx: self.predict(U[idx]))
+        Vc = self._block(U[cols], V)
+        ssq[cols] += np.einsum("ij,ij->j", Vc, Vc)
+        out = np.full(len(U), -np.inf)
+        out[cols] = mean[cols] + weight * np.sqrt(np.maximum(gp.hyper.amplitude - ssq[cols], 0.0))
+        return out
+
+
+def _pruned_rows(gp: GaussianProcess, K: np.ndarray, mean: np.ndarray, weight: float, k: int,
+                 exact: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The candidates (columns of K = k(X, U)) that can be among the k largest of
+    mean + weight * sigma, their partial sums of squares over every row of L, and their
+    whitened cross-covariances V = L^{-1} K (see ``Posterior.shifted_top``).  ``exact(idx)``
+    gives the exact (mean, var) at the candidates ``idx``, which set the threshold."""
+    n, m = gp.n, K.shape[1]
+    a, L, w_up = gp.hyper.amplitude, gp.L, max(weight, 0.0)
+    cols, ssq, V = np.arange(m), np.zeros(m), np.empty((n, m))
+    tau = None
+    r0, r1 = 0, PRUNE_BLOCK
+    while r0 < n:
+        rhs = K[r0:r1][:, cols]
+        if r0:
+            rhs -= L[r0:r1, :r0] @ V[:r0]
+        V[r0:r1] = solve_triangular(L[r0:r1, r0:r1], rhs, lower=True, check_finite=False)
+        ssq[cols] += np.einsum("ij,ij->j", V[r0:r1], V[r0:r1])
+        if r1 < n:
+            bound = mean[cols] + w_up * np.sqrt(np.maximum(a - ssq[cols], 0.0))
+            if tau is None:
+                best = cols[np.argsort(-bound)[: 2 * k]]
+                mb, vb = exact(best)
+                tau = float(np.sort(mb + weight * np.sqrt(vb))[-k])
+                tau -= 1e-9 * (1.0 + abs(tau))          # rounding margin
+            keep = bound >= tau
+            cols, V = cols[keep], V[:, keep]
+        r0, r1 = r1, min(n, 2 * r1)
+    return cols, ssq, V
 
 
 def _whitened_cross(gp: GaussianProcess, U: np.ndarray) -> np.ndarray:
@@ -400,11 +499,31 @@ def _lower_weights(n: int) -> np.ndarray:
     return w
 
 
+def lengthscale_log_prior(theta: np.ndarray, d: int) -> tuple[float, np.ndarray]:
+    """-log p of the lengthscales (up to a constant) and its gradient in theta: the prior
+    Optuna's GPSampler puts on s = 1/l^2, log p(s) = -(0.1 / s + 0.1 s), i.e. 0.1 (l^2 + l^-2),
+    which keeps l near 1 on the unit cube unless the data say otherwise."""
+    l2 = np.exp(2.0 * theta[1:1 + d])
+    grad = np.zeros_like(theta)
+    grad[1:1 + d] = 0.2 * (l2 - 1.0 / l2)
+    return float(0.1 * np.sum(l2 + 1.0 / l2)), grad
+
+
+def _posterior_objective(theta: np.ndarray, kernel: Kernel, S: np.ndarray, y: np.ndarray,
+                         prior: bool) -> tuple[float, np.ndarray]:
+    nll, grad = negative_log_marginal_likelihood(theta, kernel, S, y)
+    if not prior or nll >= 1e25:
+        return nll, grad
+    p, pg = lengthscale_log_prior(theta, S.shape[0])
+    return nll + p, grad + pg
+
+
 @blas_threads
 def fit_hyperparameters(kernel: Kernel, X: np.ndarray, y: np.ndarray, start: Hyperparameters,
                         rng: np.random.Generator, bounds: HyperBounds | None = None,
-                        n_restarts: int = 2) -> Hyperparameters:
-    """Maximize the marginal likelihood by multi-start L-BFGS-B (scipy).
+                        n_restarts: int = 2, lengthscale_prior: bool = False) -> Hyperparameters:
+    """Maximize the marginal likelihood (times ``lengthscale_log_prior`` if asked: a MAP fit)
+    by multi-start L-BFGS-B (scipy).
 
     Starts: the current hyperparameters plus ``n_restarts`` log-uniform draws in the box.
     """
@@ -418,7 +537,7 @@ def fit_hyperparameters(kernel: Kernel, X: np.ndarray, y: np.ndarray, start: Hyp
     S = pairwise_sqdiff(X)
     best_theta, best_val = theta0, np.inf
     for th in starts:
-        res = minimize(negative_log_marginal_likelihood, th, args=(kernel, S, y), jac=True,
+        res = minimize(_posterior_objective, th, args=(kernel, S, y, lengthscale_prior), jac=True,
                        method="L-BFGS-B", bounds=box, options={"maxiter": 200})
         if np.isfinite(res.fun) and res.fun < best_val:
             best_theta, best_val = res.x, res.fun

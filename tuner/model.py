@@ -19,7 +19,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from .censoring import Trial
-from .gp import GaussianProcess, HyperBounds, Hyperparameters, Posterior, fit_hyperparameters
+from .gp import (GaussianProcess, HyperBounds, Hyperparameters, Posterior, SoftCensoredPosterior,
+                 fit_hyperparameters)
 from .kernels import Kernel
 
 
@@ -54,13 +55,16 @@ class CensoredModel:
             self.gp_done.append(tr.x)
 
     def maybe_refit(self, done: Sequence[Trial], y: np.ndarray, every: int, max_points: int,
-                    restarts: int, rng: np.random.Generator) -> bool:
-        """Marginal-likelihood fit every ``every`` usable results (001 App. C: every 10).
+                    restarts: int, rng: np.random.Generator, dense_until: int = 0,
+                    lengthscale_prior: bool = False) -> bool:
+        """Marginal-likelihood fit every ``every`` usable results (001 App. C: every 10), and
+        after every new usable result while there are at most ``dense_until`` of them (from 2).
 
         Above ``max_points`` results the fit uses the newest half plus a random sample of the
         rest (the fit is O(n^3) per likelihood evaluation; the posterior still uses every point).
         """
-        if len(done) < self.fit_n + every:
+        dense = 2 <= len(done) <= dense_until and len(done) > self.fit_n
+        if not dense and len(done) < self.fit_n + every:
             return False
         idx = np.arange(len(done))
         if len(done) > max_points:
@@ -69,7 +73,7 @@ class CensoredModel:
             idx = np.concatenate([np.sort(older), idx[-keep:]])
         X = np.vstack([done[i].x for i in idx])
         hyper = fit_hyperparameters(self.gp_all.kernel, X, y[idx], self.gp_all.hyper, rng,
-                                    self.bounds, restarts)
+                                    self.bounds, restarts, lengthscale_prior)
         self.gp_all.set_hyperparameters(hyper)
         self.gp_done.set_hyperparameters(hyper)
         self.fit_n = len(done)
@@ -81,17 +85,24 @@ class CensoredModel:
         only; hallucinate: mean from usable results, variance from all started trials."""
         return _view(pending, self.gp_all, y_all, self.gp_done, y_done)
 
+    def soft(self, y_done: np.ndarray, Xc: np.ndarray, yc: np.ndarray,
+             noise_frac: float) -> Posterior | SoftCensoredPosterior:
+        """Soft censoring: the usable results (``gp_done``, arrival order) at the fitted noise,
+        the censored entries ``Xc`` with targets ``yc`` at noise ``noise_frac`` x amplitude."""
+        return soft_view(self.gp_done, y_done, Xc, yc, noise_frac)
+
     def recent(self, pending: str, X_all: np.ndarray, y_all: np.ndarray, X_done: np.ndarray,
                y_done: np.ndarray) -> Posterior:
         """``posterior`` as if only these inputs existed (sliding window: 004 App. D, posterior
         from x_{t0..t-1}, t0 = max(1, t - W)).  Factorized afresh, O(W^3): the window drops its
         oldest input every round, which an appended Cholesky factor cannot."""
-        views = []
-        for X in (X_all, X_done):
-            gp = GaussianProcess(self.gp_all.kernel, self.gp_all.hyper)
-            gp.reset(X.reshape(-1, self.gp_all.dim))
-            views.append(gp)
-        return _view(pending, views[0], y_all, views[1], y_done)
+        return _view(pending, self.fresh(X_all), y_all, self.fresh(X_done), y_done)
+
+    def fresh(self, X: np.ndarray) -> GaussianProcess:
+        """A GP over just these inputs, with the model's hyperparameters."""
+        gp = GaussianProcess(self.gp_all.kernel, self.gp_all.hyper)
+        gp.reset(X.reshape(-1, self.gp_all.dim))
+        return gp
 
     def state_dict(self) -> dict[str, Any]:
         return {"hyper": self.gp_all.hyper.to_dict(), "fit_n": self.fit_n, "all_base": self.all_base,
@@ -121,3 +132,10 @@ def _view(pending: str, gp_all: GaussianProcess, y_all: np.ndarray | None,
     if pending == "hallucinate":
         return Posterior(gp_done, y_done, gp_all)
     return Posterior(gp_done, y_done, gp_done)
+
+
+def soft_view(gp_done: GaussianProcess, y_done: np.ndarray, Xc: np.ndarray, yc: np.ndarray,
+              noise_frac: float) -> Posterior | SoftCensoredPosterior:
+    if len(Xc) == 0:
+        return Posterior(gp_done, y_done, gp_done)
+    return SoftCensoredPosterior(gp_done, y_done, Xc, yc, noise_frac * gp_done.hyper.amplitude)

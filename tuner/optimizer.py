@@ -27,13 +27,14 @@ from . import acquisition as acq
 from .algorithms import get_algorithm
 from .censoring import (COMPLETED, FAILED, RUNNING, Trial, Window, in_last_window,
                         pending_in_window, usable)
-from .constraints import HANDLERS, Constraint, make_handler
+from .constraints import HANDLERS, SHIFTS, Constraint, make_handler
 from .gp import Hyperparameters, Posterior
 from .kernels import make_kernel
 from .maximize import maximize, candidate_set
-from .model import CensoredModel
+from .model import CensoredModel, soft_view
 from .space import SearchSpace
 
+CENSORING = ("hard", "soft")
 STATE_FORMAT = "tuner.optimizer"
 STATE_VERSION = 1
 
@@ -47,6 +48,10 @@ class Settings:
     objective_bounds: tuple[float, float] | None = None
     window_unit: str = "iterations"
     window: float | str = math.inf     # censoring window m; "auto" = 2 x mean delay (001 §6)
+    censoring: str = "hard"            # hard: 001 eq. 1 (same lambda); soft: own noise (below)
+    censor_noise: float = 0.05         # soft: a censored entry's noise variance / amplitude
+    delay_lambda_power: float = 0.0    # eq. 2's delay term B_y lambda^-p sum sigma (0: as printed)
+    prior_mean: str = "zero"           # objective GP's prior mean: zero (001) or the results' mean
     nu_terms: str = "pending"
     beta: float = 1.0
     beta_schedule: str = "constant"
@@ -57,9 +62,11 @@ class Settings:
     lengthscale: float = 0.2
     noise: float = 1e-3
     refit_every: int = 10
+    refit_dense_until: int = 0         # also refit after each usable result up to this many
+    lengthscale_prior: bool = False    # MAP fit with Optuna GPSampler's lengthscale prior
     fit_max_points: int = 500
     fit_restarts: int = 1
-    n_initial: int = 1
+    n_initial: int | str = 1           # Sobol start-up design; "auto" = 2 x dimensions
     n_candidates: int = 1024
     n_local: int = 128
     n_starts: int = 3
@@ -80,6 +87,17 @@ class Settings:
         Window(self.window_unit, self.window)
         if self.mode not in ("max", "min"):
             raise ValueError(f"mode must be one of ['max', 'min'] (got {self.mode!r})")
+        if self.prior_mean not in ("zero", "mean"):
+            raise ValueError(f"prior_mean must be one of ['zero', 'mean'] (got {self.prior_mean!r})")
+        if self.censoring not in CENSORING:
+            raise ValueError(f"censoring must be one of {list(CENSORING)} (got {self.censoring!r})")
+        for name in ("censor_noise",):
+            if isinstance(getattr(self, name), bool) or not float(getattr(self, name)) > 0:
+                raise ValueError(f"{name} must be > 0 (got {getattr(self, name)!r})")
+        if not 0.0 <= float(self.delay_lambda_power) <= 1.0:
+            raise ValueError(f"delay_lambda_power must be in [0, 1] (got {self.delay_lambda_power!r})")
+        if isinstance(self.n_initial, str) and self.n_initial != "auto":
+            raise ValueError(f"n_initial must be an integer >= 0 or 'auto' (got {self.n_initial!r})")
         if self.nu_terms not in ("pending", "window"):
             raise ValueError(f"nu_terms must be one of ['pending', 'window'] (got {self.nu_terms!r})")
         if self.beta_schedule not in acq.BETA_SCHEDULES:
@@ -96,7 +114,8 @@ class Settings:
         for name in ("amplitude", "lengthscale", "noise", "delta"):
             if not float(getattr(self, name)) > 0:
                 raise ValueError(f"{name} must be > 0 (got {getattr(self, name)!r})")
-        for name in ("n_initial", "n_local", "n_starts", "fit_restarts"):
+        for name in ("n_local", "n_starts", "fit_restarts", "refit_dense_until",
+                     *(("n_initial",) if not isinstance(self.n_initial, str) else ())):
             if int(getattr(self, name)) < 0:
                 raise ValueError(f"{name} must be >= 0 (got {getattr(self, name)!r})")
         self._validate_constraints()
@@ -123,6 +142,8 @@ class Settings:
             raise ValueError(f"beta_g must be > 0 or null (got {self.beta_g!r})")
         if not float(self.b_c) >= 0:
             raise ValueError(f"b_c must be >= 0 (got {self.b_c!r})")
+        if not isinstance(self.lengthscale_prior, bool):
+            raise ValueError(f"lengthscale_prior must be true or false (got {self.lengthscale_prior!r})")
         if not isinstance(self.use_elapsed_bound, bool):
             raise ValueError(f"use_elapsed_bound must be true or false (got {self.use_elapsed_bound!r})")
         if self.stop_margin is not None:
@@ -154,6 +175,15 @@ class Settings:
         if s.objective_bounds is not None:
             s.objective_bounds = (float(s.objective_bounds[0]), float(s.objective_bounds[1]))
         return s
+
+
+# Paper 001's method (App. C) where the product's defaults deviate from it; the reproductions
+# run on Settings(**PAPER_EXACT), so changing a default never changes them.
+PAPER_EXACT: dict[str, Any] = {
+    "censoring": "hard", "delay_lambda_power": 0.0, "prior_mean": "zero", "kernel": "se",
+    "n_initial": 1, "refit_every": 10, "refit_dense_until": 0, "lengthscale_prior": False,
+    "constraint_handler": "rpol",
+}
 
 
 @dataclass(frozen=True)
@@ -215,7 +245,7 @@ class Optimizer:
             self._start_round(t)
         if config is not None:
             x = self.space.encode(config)
-        elif self.algorithm.estimate == "random" or t < self.settings.n_initial:
+        elif self.algorithm.estimate == "random" or t < self.n_initial:
             x = self._initial_point(t)
         else:
             x = self._choose(now, t)
@@ -397,8 +427,10 @@ class Optimizer:
         g_ests = [self._constraint_estimate(j, m, now, t, C) for j in range(len(self.constraints))]
         smooth = smooth and self.handler.g_estimate != "sample"
 
+        scale = (0.0, 1.0) if self.handler.normalized_f else (lo, hi - lo)
+
         def h(U: np.ndarray) -> np.ndarray:      # on the objective's scale (module docstring)
-            return self.handler.score(t, lo + (hi - lo) * f_est(U), [g(U) for g in g_ests], f_bound)
+            return self.handler.score(t, scale[0] + scale[1] * f_est(U), [g(U) for g in g_ests], f_bound)
 
         x = maximize(h, C, self.space, smooth=smooth, n_starts=s.n_starts)
         if self.handler.g_estimate != "sample":     # SCGP's step is in suggest(), every round
@@ -417,8 +449,10 @@ class Optimizer:
                                     lambda trs: np.array([c.observed(tr) for tr in trs], dtype=float))
         beta_g = self._beta_t(t) if s.beta_g is None else float(s.beta_g)
         nu_g = self._nu(post_g, m, now, t, beta_g, s.b_c)        # v_t^g of 004 §5
-        if self.handler.g_estimate == "lcb":
-            return acq.shifted(post_g, -nu_g)
+        if self.handler.g_estimate in SHIFTS:
+            return acq.shifted(post_g, SHIFTS[self.handler.g_estimate] * nu_g)
+        if self.handler.g_estimate == "pof":
+            return acq.probability_feasible(post_g)
         return self._estimate(post_g, nu_g, C, optimistic=-1.0)
 
     def _sample(self, c: Constraint, t: int, configs: list[dict[str, Any]]) -> np.ndarray:
@@ -443,19 +477,49 @@ class Optimizer:
         variation-budget terms Gamma_t (which need the unknown path length P_T) are 0.
         """
         s = self.settings
+        offset = 0.0
+        if s.prior_mean == "mean" and model is self.objective and done:
+            offset = float(np.mean(targets(done)))
+            y_all, plain = y_all - offset, targets
+            targets = lambda trs: plain(trs) - offset
+        post = self._view(model, done, y_all, targets, refit)
+        post.offset = offset
+        return post
+
+    def _view(self, model: CensoredModel, done: list[Trial], y_all: np.ndarray,
+              targets: Callable[[list[Trial]], np.ndarray], refit: bool) -> Posterior:
+        s = self.settings
         model.sync(done)
         if refit and self.algorithm.estimate != "random":
             model.maybe_refit(done, targets(done), s.refit_every, s.fit_max_points,
-                              s.fit_restarts, self.rng)
+                              s.fit_restarts, self.rng, s.refit_dense_until, s.lengthscale_prior)
+        soft = s.censoring == "soft" and self.algorithm.pending == "censor"
         if s.sliding_window:
             recent = self.trials[-int(s.sliding_window):]
             first = recent[0].start_index if recent else 0
             kept = [tr for tr in done if tr.start_index >= first]
-            X = lambda trs: np.array([tr.x for tr in trs]).reshape(len(trs), self.space.dim)
-            return model.recent(self.algorithm.pending, X(recent), y_all[first:], X(kept), targets(kept))
+            if soft:
+                return self._soft(model.fresh(self._X(kept)), targets(kept), kept, recent, y_all)
+            return model.recent(self.algorithm.pending, self._X(recent), y_all[first:],
+                                self._X(kept), targets(kept))
         by_id = self._by_id
         y_done = targets([by_id[i] for i in model.done_ids])
+        if soft:
+            return self._soft(model.gp_done, y_done, [by_id[i] for i in model.done_ids],
+                              self.trials, y_all)
         return model.posterior(self.algorithm.pending, y_all, y_done)
+
+    def _X(self, trials: list[Trial]) -> np.ndarray:
+        return np.array([tr.x for tr in trials]).reshape(len(trials), self.space.dim)
+
+    def _soft(self, gp, y_done: np.ndarray, done: list[Trial], trials: list[Trial],
+              y_all: np.ndarray) -> Posterior:
+        """Soft censoring: every trial of ``trials`` not in ``done`` enters with its censored
+        target y_all[s] at noise ``censor_noise`` x amplitude (a deviation from eq. 1)."""
+        ids = {tr.trial_id for tr in done}
+        cens = [tr for tr in trials if tr.trial_id not in ids]
+        yc = y_all[[tr.start_index for tr in cens]] if cens else np.zeros(0)
+        return soft_view(gp, y_done, self._X(cens), yc, self.settings.censor_noise)
 
     def _estimate(self, post: Posterior, nu: float, C: np.ndarray,
                   optimistic: float) -> Callable[[np.ndarray], np.ndarray]:
@@ -516,7 +580,15 @@ class Optimizer:
         if not terms:
             return beta
         sigma = post.std(np.vstack([tr.x for tr in terms]))
-        return acq.exploration_weight(beta, sigma, bound)
+        return acq.exploration_weight(beta, sigma, bound * self._lambda(post) ** -self.settings.delay_lambda_power)
+
+    def _lambda(self, post: Posterior) -> float:
+        """lambda of 001's analysis (kernel scaled to k(x, x) = 1) for the censored entries:
+        ``censor_noise`` (soft) or the fitted noise / amplitude (hard)."""
+        if self.settings.censoring == "soft":
+            return float(self.settings.censor_noise)
+        hyper = post.var_gp.hyper
+        return float(hyper.noise / hyper.amplitude)
 
     def _incumbents(self, done: list[Trial], k: int = 5) -> np.ndarray | None:
         if not done:
@@ -527,12 +599,18 @@ class Optimizer:
     def _initial_point(self, t: int) -> np.ndarray:
         if self.domain is not None:
             return self.domain[self.rng.integers(len(self.domain))]
-        n = max(1, self.settings.n_initial)
+        n = max(1, self.n_initial)
         if t < n:
             pts = qmc.Sobol(self.space.dim, scramble=True, seed=self.settings.seed).random(
                 2 ** int(np.ceil(np.log2(n))))
             return pts[t]
         return self.rng.random(self.space.dim)
+
+    @property
+    def n_initial(self) -> int:
+        """Size of the start-up design (``"auto"``: two points per dimension)."""
+        n = self.settings.n_initial
+        return 2 * self.space.dim if n == "auto" else int(n)
 
     def _make_beta(self) -> Callable[[int, float], float]:
         s = self.settings

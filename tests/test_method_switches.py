@@ -1,0 +1,232 @@
+"""The method's switches beyond paper 001 (soft censoring, start-up design, dense refits, prior
+mean, eq. 2's lambda factor, the feasibility-weighted handler), each against a hand computation
+or scikit-learn, and the paper-exact settings that keep the reproductions as they were."""
+
+import math
+
+import numpy as np
+import pytest
+from scipy.special import ndtr
+from scipy.stats import qmc
+from sklearn.gaussian_process import GaussianProcessRegressor
+from sklearn.gaussian_process.kernels import RBF, ConstantKernel
+
+from tuner import PAPER_EXACT, Optimizer, Settings
+from tuner.gp import GaussianProcess, Hyperparameters, Posterior, SoftCensoredPosterior
+from tuner.kernels import SquaredExponential
+from tuner.simulator import SimClock
+
+LINE = {"x": {"type": "float", "low": 0.0, "high": 1.0}}
+GRID = np.linspace(0.0, 1.0, 101)[:, None]
+BOX = {f"x{i}": {"type": "float", "low": 0.0, "high": 1.0} for i in range(3)}
+LS = np.array([0.3, 0.5, 0.8])
+
+
+def make(space=LINE, **kw):
+    clock = SimClock()
+    kw.setdefault("objective_bounds", (0.0, 1.0))
+    kw.setdefault("seed", 0)
+    return Optimizer(space, clock=clock, **kw), clock
+
+
+# --- soft censoring -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("n_done", [0, 30, 300])
+def test_soft_censored_posterior_is_the_gp_with_per_point_noise(n_done):
+    """Usable results at lambda, censored entries at lambda_c: scikit-learn with a per-sample
+    alpha gives the same mean, variance and covariance."""
+    rng = np.random.default_rng(1)
+    X, Xc, U = rng.random((n_done, 3)), rng.random((6, 3)), rng.random((40, 3))
+    y, yc = np.sin(5 * X[:, 0]) + X[:, 1], np.zeros(6)
+    gp = GaussianProcess(SquaredExponential(), Hyperparameters(1.3, LS, 1e-3))
+    gp.reset(X) if n_done else None
+    post = SoftCensoredPosterior(gp, y, Xc, yc, 0.07)
+    ref = GaussianProcessRegressor(ConstantKernel(1.3, "fixed") * RBF(LS, "fixed"),
+                                   alpha=np.r_[np.full(n_done, 1e-3), np.full(6, 0.07)],
+                                   optimizer=None).fit(np.vstack([X, Xc]), np.r_[y, yc])
+    mean, var = post.predict(U)
+    rmean, rcov = ref.predict(U, return_cov=True)
+    assert np.allclose(mean, rmean, atol=1e-8)
+    assert np.allclose(var, np.diag(rcov), atol=1e-8)
+    assert np.allclose(post.predict(U, full_cov=True)[1], rcov, atol=1e-8)
+
+
+def test_soft_posterior_top_candidates_equal_the_full_computation():
+    """shifted_top skips candidates by bounds; the ones it keeps are exact, and the best ones
+    are the best of the full computation."""
+    rng = np.random.default_rng(2)
+    X, Xc, U = rng.random((400, 2)), rng.random((8, 2)), rng.random((3000, 2))
+    gp = GaussianProcess(SquaredExponential(), Hyperparameters(0.8, np.array([0.1, 0.2]), 1e-4))
+    gp.reset(X)
+    post = SoftCensoredPosterior(gp, np.cos(7 * X[:, 0]) * X[:, 1], Xc, np.zeros(8), 0.05)
+    post.offset = 0.3
+    mean, var = post.predict(U)
+    full = mean + 2.0 * np.sqrt(var)
+    top = post.shifted_top(U, 2.0, 3)
+    kept = np.isfinite(top)
+    assert kept.sum() < len(U) // 4
+    assert np.allclose(top[kept], full[kept], atol=1e-10)
+    assert set(np.argsort(-full)[:3]) <= set(np.flatnonzero(kept))
+
+
+def test_a_running_trial_next_to_the_incumbent_is_a_soft_pull_not_a_hole():
+    """Hard censoring (001 eq. 1) pins a running trial at the minimum with the fitted noise, so
+    the mean next to the best result collapses; soft censoring leaves most of it."""
+    means = {}
+    for censoring in ("hard", "soft"):
+        opt, _ = make(censoring=censoring, censor_noise=0.1, n_initial=0, refit_every=10 ** 6,
+                      noise=1e-6, lengthscale=0.2, prior_mean="zero")
+        for x, v in ((0.2, 0.3), (0.5, 0.9), (0.8, 0.4)):
+            opt.tell(opt.suggest(config={"x": x}).trial_id, v)
+        opt.suggest(config={"x": 0.52})                    # still running
+        means[censoring] = opt.objective_posterior().predict(np.array([[0.52]]))[0][0]
+    assert means["hard"] < 0.05
+    assert means["soft"] > 0.6
+
+
+def test_soft_censoring_keeps_failed_trials_censored_and_results_exact():
+    opt, _ = make(censoring="soft", censor_noise=0.2, n_initial=0, refit_every=10 ** 6)
+    a = opt.suggest(config={"x": 0.3}).trial_id
+    b = opt.suggest(config={"x": 0.7}).trial_id
+    opt.tell(a, 0.8)
+    opt.fail(b, "worker lost")
+    post = opt.objective_posterior()
+    assert isinstance(post, SoftCensoredPosterior)
+    assert np.allclose(post.Xc, [[0.7]])
+    # the finished trial is an observation at the GP's own small noise
+    assert post.predict(np.array([[0.3]]))[0][0] == pytest.approx(0.8, abs=0.02)
+
+
+def test_soft_censoring_save_load_gives_the_identical_next_suggestion(tmp_path):
+    opt, clock = make(censoring="soft", n_initial="auto", refit_dense_until=20, prior_mean="mean")
+    ids = [opt.suggest().trial_id for _ in range(6)]
+    for i in ids[:4]:
+        clock.now += 1.0
+        opt.tell(i, float(np.sin(3 * opt.trials[i].x[0])))
+    opt.save(tmp_path / "s.json")
+    again = Optimizer.load(tmp_path / "s.json", clock=clock)
+    assert opt.suggest().config == again.suggest().config
+
+
+# --- start-up design, refits, prior mean ---------------------------------------------------------
+
+def test_start_up_design_is_sobol_in_start_order_whatever_order_results_arrive():
+    """n_initial="auto": 2 x 3 = 6 scrambled Sobol points, the same however the results are told."""
+    sobol = qmc.Sobol(3, scramble=True, seed=0).random(8)[:6]
+    for order in ([0, 1, 2], [2, 0, 1]):
+        opt, _ = make(BOX, n_initial="auto")
+        assert opt.n_initial == 6
+        first = [opt.suggest() for _ in range(3)]
+        for i in order:
+            opt.tell(first[i].trial_id, 0.5)
+        rest = [opt.suggest() for _ in range(3)]
+        xs = np.array([opt.trials[s.trial_id].x for s in first + rest])
+        assert np.allclose(xs, opt.space.snap(sobol))
+
+
+def test_dense_refits_follow_every_result_then_every_k():
+    opt, clock = make(refit_dense_until=5, refit_every=10, n_initial=0)
+    fits = []
+    for i in range(14):
+        s = opt.suggest()
+        opt.tell(s.trial_id, float(opt.trials[s.trial_id].x[0]))
+        fits.append(opt.objective.fit_n)
+    # the fit happens at the suggestion after each result: 2, 3, 4, 5 results, then 5 + 10
+    assert fits[:6] == [0, 0, 2, 3, 4, 5]
+    assert fits[6:] == [5] * 8
+    opt.tell(opt.suggest().trial_id, 0.5)
+    opt.suggest()
+    assert opt.objective.fit_n == 15
+
+
+def test_mean_prior_reverts_to_the_results_mean_far_from_data():
+    for prior, expect in (("zero", 0.0), ("mean", (0.6 + 0.8) / 2)):
+        opt, _ = make(prior_mean=prior, n_initial=0, lengthscale=0.05, refit_every=10 ** 6)
+        for x, v in ((0.1, 0.6), (0.15, 0.8)):
+            opt.tell(opt.suggest(config={"x": x}).trial_id, v)
+        mean, _ = opt.objective_posterior().predict(np.array([[0.9]]))
+        assert mean[0] == pytest.approx(expect, abs=1e-6)
+
+
+# --- eq. 2's delay term -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("power", [0.0, 0.5, 1.0])
+def test_delay_term_scales_with_lambda_to_the_minus_power(power):
+    """nu_t = beta + B_y lambda^-p sum_s sigma(x_s); p = 0 as eq. 2 is printed, p = 1 the
+    factor the proof of Thm 1 carries when lambda < 1 (lambda: censored noise / amplitude)."""
+    opt, _ = make(censoring="soft", censor_noise=0.04, delay_lambda_power=power, beta=1.0,
+                  b_y=0.5, n_initial=0, refit_every=10 ** 6, domain=GRID)
+    opt.tell(opt.suggest(config={"x": 0.2}).trial_id, 0.7)
+    running = [opt.suggest(config={"x": x}) for x in (0.5, 0.9)]
+    post = opt.objective_posterior()
+    sigma = post.std(np.array([[0.5], [0.9]]))
+    opt.suggest()
+    assert opt.last_nu == pytest.approx(1.0 + 0.5 * 0.04 ** -power * sigma.sum())
+    assert len(running) == 2
+
+
+# --- the feasibility-weighted handler and RPOL's constraint estimate -----------------------------
+
+COST = {"metric": "cost", "limit": 0.6, "type": "upper"}        # g = x - 0.6 <= 0
+
+
+def _gp(xs, ys):
+    gp = GaussianProcess(SquaredExponential(), Hyperparameters(1.0, np.array([0.2]), 1e-3))
+    gp.extend(np.array(xs)[:, None])
+    return Posterior(gp, np.array(ys), gp).predict(GRID)
+
+
+def test_pof_handler_weights_the_ucb_by_the_probability_of_feasibility():
+    opt, _ = make(constraints=[COST], constraint_handler="pof", domain=GRID, n_initial=0,
+                  beta=0.5, b_y=0.0, refit_every=10 ** 6)
+    xs, f, cost = (0.1, 0.5, 0.75), (0.2, 0.5, 0.9), (0.2, 0.5, 0.7)
+    for x, v, c in zip(xs, f, cost):
+        opt.tell(opt.suggest(config={"x": x}).trial_id, v, metrics={"cost": c})
+    (mf, vf), (mg, vg) = _gp(xs, f), _gp(xs, [c - 0.6 for c in cost])
+    weighted = np.maximum(mf + 0.5 * np.sqrt(vf), 0) * ndtr(-mg / np.sqrt(vg))
+    unweighted = mf + 0.5 * np.sqrt(vf)
+    assert np.argmax(weighted) != np.argmax(unweighted)
+    assert opt.suggest().config["x"] == pytest.approx(GRID[np.argmax(weighted), 0])
+
+
+@pytest.mark.parametrize("g, shift", [("mean", 0.0), ("ucb", 1.0)])
+def test_rpol_constraint_estimate_option(g, shift):
+    opt, _ = make(constraints=[COST], handler_options={"g": g}, domain=GRID, n_initial=0,
+                  beta=0.5, beta_g=2.0, b_y=0.0, b_c=0.0, refit_every=10 ** 6)
+    xs, f, cost = (0.1, 0.5, 0.75), (0.2, 0.5, 0.9), (0.2, 0.5, 0.7)
+    for x, v, c in zip(xs, f, cost):
+        opt.tell(opt.suggest(config={"x": x}).trial_id, v, metrics={"cost": c})
+    (mf, vf), (mg, vg) = _gp(xs, f), _gp(xs, [c - 0.6 for c in cost])
+    Q = max(1.0 + 0.1, math.sqrt(3))
+    score = mf + 0.5 * np.sqrt(vf) - Q * np.maximum(mg + shift * 2.0 * np.sqrt(vg), 0)
+    assert opt.suggest().config["x"] == pytest.approx(GRID[np.argmax(score), 0])
+
+
+@pytest.mark.parametrize("kw, words", [
+    ({"censoring": "medium"}, ["censoring", "hard", "soft"]),
+    ({"censor_noise": 0}, ["censor_noise", "> 0"]),
+    ({"delay_lambda_power": 2}, ["delay_lambda_power", "[0, 1]"]),
+    ({"n_initial": "many"}, ["n_initial", "auto"]),
+    ({"prior_mean": "median"}, ["prior_mean", "zero", "mean"]),
+    ({"refit_dense_until": -1}, ["refit_dense_until", ">= 0"]),
+    ({"constraints": [COST], "handler_options": {"g": "max"}}, ["handler_options.g", "lcb", "ucb"]),
+])
+def test_bad_switches_name_the_field_and_allowed_values(kw, words):
+    with pytest.raises(ValueError) as err:
+        Optimizer(LINE, **kw)
+    assert all(w in str(err.value) for w in words)
+
+
+# --- the paper-exact settings -------------------------------------------------------------------
+
+def test_paper_exact_settings_are_001_app_c_whatever_the_defaults():
+    paper = Settings(**PAPER_EXACT)
+    assert (paper.censoring, paper.kernel, paper.n_initial, paper.refit_every) == ("hard", "se", 1, 10)
+    assert (paper.prior_mean, paper.delay_lambda_power, paper.refit_dense_until) == ("zero", 0.0, 0)
+    assert paper.constraint_handler == "rpol" and paper.handler_options == {}
+    opt, _ = make(**PAPER_EXACT)
+    opt.suggest()
+    opt.suggest()
+    # hard censoring: a running trial is a GP input at exactly the minimum (eq. 1)
+    assert isinstance(opt.objective_posterior(), Posterior)
+    assert np.array_equal(opt.censored_targets(), [0.0, 0.0])
