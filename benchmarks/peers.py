@@ -52,6 +52,21 @@ ABLATION: dict[str, dict[str, Any]] = {
     "rpol-mean": {**PAPER, "handler_options": {"g": "mean"}},
     "rpol-ucb": {**PAPER, "handler_options": {"g": "ucb"}},
     "pof": {**PAPER, "constraint_handler": "pof"},
+    # combined
+    "combo": {**PAPER, "censoring": "soft", "censor_noise": 0.25, "n_initial": "auto",
+              "lengthscale_prior": True, "constraint_handler": "pof"},
+    "combo-0.05": {**PAPER, "censoring": "soft", "censor_noise": 0.05, "n_initial": "auto",
+                   "lengthscale_prior": True, "constraint_handler": "pof"},
+    "combo-rpol": {**PAPER, "censoring": "soft", "censor_noise": 0.25, "n_initial": "auto",
+                   "lengthscale_prior": True},
+    "combo-b0.5": {**PAPER, "censoring": "soft", "censor_noise": 0.05, "n_initial": "auto",
+                   "lengthscale_prior": True, "constraint_handler": "pof", "beta": 0.5},
+    "combo-r5": {**PAPER, "censoring": "soft", "censor_noise": 0.05, "n_initial": "auto",
+                 "lengthscale_prior": True, "constraint_handler": "pof", "fit_restarts": 5},
+    "combo-refit": {**PAPER, "censoring": "soft", "censor_noise": 0.05, "n_initial": "auto",
+                    "lengthscale_prior": True, "constraint_handler": "pof", "refit_dense_until": 30},
+    "combo-noprior": {**PAPER, "censoring": "soft", "censor_noise": 0.25, "n_initial": "auto",
+                      "constraint_handler": "pof"},
 }
 PEERS = ("optuna-tpe", "optuna-gp", "syne-botorch")
 METHODS = (*PROJECT, *PEERS)

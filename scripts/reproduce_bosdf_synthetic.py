@@ -40,6 +40,7 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import argparse  # noqa: E402
 import csv  # noqa: E402
+import json  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 import warnings  # noqa: E402
@@ -58,6 +59,7 @@ from tuner.simulator import simulate  # noqa: E402
 SDF = ("gp-ucb-sdf", "gp-ts-sdf")
 NEVER = 1e12          # a delay that never ends within the run: the result is not delivered
 N_INITIAL = 5
+DEFAULT_OVERRIDES: dict[str, Any] = {}   # --default-settings: try a variant as the "default" row
 
 
 def _s(fig: str, label: str, algo: str, kind: str, value: int, m: int, nu: str = "window") -> tuple:
@@ -117,7 +119,8 @@ def one_run(args: tuple) -> tuple:
     fn = gp_sample_1d(1000, 0.02, seed=1000 + run)
     window = m if algo in SDF else None
     if algo == "default":
-        opt = Optimizer(fn.space, objective_bounds=(0.0, 1.0), domain=fn.grid[:, None], seed=run)
+        opt = Optimizer(fn.space, objective_bounds=(0.0, 1.0), domain=fn.grid[:, None], seed=run,
+                        **DEFAULT_OVERRIDES)
     else:
         opt = Optimizer(fn.space, Settings(**PAPER_EXACT), algorithm=algo, objective_bounds=(0.0, 1.0),
                         window=float(m) if algo in SDF else float("inf"), nu_terms=nu, beta=1.0,
@@ -139,7 +142,11 @@ def main() -> None:
     ap.add_argument("--out", default="bench_results/bosdf_synthetic")
     ap.add_argument("--cache", default=None,
                     help="directory keeping each run's curves; runs found there are not redone")
+    ap.add_argument("--default-settings", default=None,
+                    help='JSON overrides of the "default" row, e.g. \'{"censor_noise": 0.01}\'')
     args = ap.parse_args()
+    if args.default_settings:
+        DEFAULT_OVERRIDES.update(json.loads(args.default_settings))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     settings = [s for s in SETTINGS if args.figs is None or s[0] in args.figs]
@@ -236,6 +243,9 @@ def write_tables(curves: dict, settings: list, args: argparse.Namespace, out: Pa
              "\nSDF methods, counting every result that has arrived (also those discarded as later "
              "than m):\n",
              *table("regret_arrived_mean", "regret_arrived_se", True),
+             f"\nRuns stuck (regret still above 0.001 at T = {args.T}, converted evaluations), of "
+             f"{args.runs}: " + "; ".join(
+                 f"{s[0]} {s[1]}: {int(np.sum(curves[(s[0], s[1])][0][:, -1] > 1e-3))}" for s in settings),
              "" if median_run_s != median_run_s else
              f"\nmedian wall time of one run: {median_run_s:.1f} s; whole run {total_s / 60:.0f} min "
              f"({args.workers} processes)."]

@@ -97,14 +97,19 @@ def test_soft_censoring_keeps_failed_trials_censored_and_results_exact():
     assert post.predict(np.array([[0.3]]))[0][0] == pytest.approx(0.8, abs=0.02)
 
 
-def test_soft_censoring_save_load_gives_the_identical_next_suggestion(tmp_path):
-    opt, clock = make(censoring="soft", n_initial="auto", refit_dense_until=20, prior_mean="mean")
+@pytest.mark.parametrize("handler", ["rpol", "pof"])
+def test_soft_censoring_save_load_gives_the_identical_next_suggestion(tmp_path, handler):
+    opt, clock = make(censoring="soft", n_initial="auto", refit_dense_until=20, prior_mean="mean",
+                      lengthscale_prior=True, constraints=[COST], constraint_handler=handler)
     ids = [opt.suggest().trial_id for _ in range(6)]
     for i in ids[:4]:
         clock.now += 1.0
-        opt.tell(i, float(np.sin(3 * opt.trials[i].x[0])))
+        x = float(opt.trials[i].x[0])
+        opt.tell(i, float(np.sin(3 * x)), metrics={"cost": x})
+    opt.suggest()
     opt.save(tmp_path / "s.json")
     again = Optimizer.load(tmp_path / "s.json", clock=clock)
+    assert again.handler.feasible_found == opt.handler.feasible_found
     assert opt.suggest().config == again.suggest().config
 
 
@@ -187,6 +192,17 @@ def test_pof_handler_weights_the_ucb_by_the_probability_of_feasibility():
     unweighted = mf + 0.5 * np.sqrt(vf)
     assert np.argmax(weighted) != np.argmax(unweighted)
     assert opt.suggest().config["x"] == pytest.approx(GRID[np.argmax(weighted), 0])
+
+
+def test_pof_handler_searches_for_feasibility_until_a_feasible_result():
+    opt, _ = make(constraints=[COST], constraint_handler="pof", domain=GRID, n_initial=0,
+                  beta=0.5, b_y=0.0, refit_every=10 ** 6)
+    xs, f, cost = (0.1, 0.5, 0.75), (0.2, 0.5, 0.9), (0.8, 0.7, 0.9)     # all infeasible
+    for x, v, c in zip(xs, f, cost):
+        opt.tell(opt.suggest(config={"x": x}).trial_id, v, metrics={"cost": c})
+    _, (mg, vg) = None, _gp(xs, [c - 0.6 for c in cost])
+    assert opt.suggest().config["x"] == pytest.approx(GRID[np.argmax(ndtr(-mg / np.sqrt(vg))), 0])
+    assert not opt.handler.feasible_found
 
 
 @pytest.mark.parametrize("g, shift", [("mean", 0.0), ("ucb", 1.0)])

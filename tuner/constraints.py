@@ -42,8 +42,8 @@ name       paper                       g_t         options (default)
                                                    ``step`` (0.5): mu of Alg. 3 (App. E.1.2)
 ``scgp``   003 Alg. 2 (full            the         ``delta`` (1.0): Slater slack in
            constraint information)     sample      V_t = delta sqrt(t) / (8 B); ``clip_f`` as cbo
-``pof``    none (Gardner et al. 2014:  P(g <= 0)   none: [UCB f]^+ x prod_j P(g_j <= 0)
-           constrained EI's weight)
+``pof``    none (Gardner et al. 2014:  P(g <= 0)   none: [UCB f]^+ x prod_j P(g_j <= 0); before
+           constrained EI's weight)                any feasible result, prod_j P(g_j <= 0) alone
 =========  ==========================  ==========  ==================================================
 
 ``rpol`` also takes ``g`` (``lcb``): the constraint estimate, ``lcb`` (004 eq. 11), ``mean`` or
@@ -147,6 +147,7 @@ class Handler:
     name = "none"
     g_estimate = "algorithm"  # lcb / mean / ucb, "algorithm", "sample" or "pof" (module docstring)
     normalized_f = False      # score() gets f on the GP's [0, 1] scale instead of the objective's
+    feasible_found = False    # set by the optimizer each round: a finished trial met every constraint
 
     def __init__(self, n_constraints: int):
         self.n = n_constraints
@@ -215,7 +216,8 @@ class Feasibility(Handler):
     normalized_f = True
 
     def score(self, t: int, f: np.ndarray, gs: Sequence[np.ndarray], f_bound: float) -> np.ndarray:
-        s = np.maximum(f, 0.0)
+        # Until a feasible result exists, search for feasibility alone (Gelbart et al. 2014).
+        s = np.maximum(f, 0.0) if self.feasible_found else np.ones_like(f)
         for p in gs:
             s = s * p
         return s

@@ -1,7 +1,10 @@
 """One censored GP model of one quantity (the objective, or a constraint), composed of:
 
 * ``gp_all``: a GP over every started trial (inputs appended at suggest time, in start order);
-  censoring (001 eq. 1, 004 §5) gives pending trials a fixed target;
+  censoring (001 eq. 1, 004 §5) gives pending trials a fixed target (hard censoring: the same
+  noise as a result);
+* ``soft``: ``gp_done`` plus the censored entries as one block at a noise of their own
+  (soft censoring, ``SoftCensoredPosterior``);
 * ``gp_done``: a GP over usable results only (in arrival order), for the baselines that ignore
   pending trials (mean and variance) or hallucinate them (mean only);
 * marginal-likelihood refits every k usable results;

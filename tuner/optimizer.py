@@ -537,7 +537,13 @@ class Optimizer:
                       and tr.status != RUNNING), key=lambda tr: (tr.finish_index, tr.finish_time, tr.trial_id))
         self._seen_constraint.update(tr.trial_id for tr in new)
         arrived = [[v for v in (c.observed(tr) for tr in new) if v is not None] for c in self.constraints]
+        self.handler.feasible_found = self.handler.feasible_found or any(map(self._feasible, new))
         self.handler.start_round(t, arrived)
+
+    def _feasible(self, tr: Trial) -> bool:
+        """A finished trial whose reported values meet every constraint."""
+        return tr.status == COMPLETED and all((v := c.observed(tr)) is not None and v <= 0
+                                              for c in self.constraints)
 
     def _reward_range(self) -> tuple[float, float]:
         """[lo, hi] of sign * objective that the GP's targets map to [0, 1] (001 footnote 6):
@@ -674,6 +680,8 @@ class Optimizer:
             model.load_state(st, opt.trials)
         opt.handler.load_state(state["handler"])
         opt._seen_constraint = set(state["seen_constraint"])
+        opt.handler.feasible_found = any(opt._feasible(tr) for tr in opt.trials
+                                         if tr.trial_id in opt._seen_constraint)
         return opt
 
     @classmethod
