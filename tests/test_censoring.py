@@ -1,16 +1,17 @@
 import numpy as np
 import pytest
 
-from tuner.optimizer import Optimizer
+from tuner.optimizer import PAPER_EXACT, Optimizer, Settings
 from tuner.simulator import SimClock
 
 SPACE = {"x": {"type": "float", "low": 0.0, "high": 1.0}}
 
 
 def make(**kw):
+    """Paper 001's censoring (eq. 1 as printed), whatever the product's defaults."""
     clock = SimClock()
     kw.setdefault("objective_bounds", (0.0, 1.0))
-    return Optimizer(SPACE, clock=clock, seed=0, **kw), clock
+    return Optimizer(SPACE, Settings(**PAPER_EXACT), clock=clock, seed=0, **kw), clock
 
 
 def test_pending_trials_enter_at_the_minimum_and_results_replace_it():

@@ -3,7 +3,7 @@ import math
 import numpy as np
 import pytest
 
-from tuner import Optimizer
+from tuner import PAPER_EXACT, Optimizer, Settings
 from tuner.constraints import CBO, RPOL, Penalty
 from tuner.gp import GaussianProcess, Hyperparameters, Posterior
 from tuner.kernels import SquaredExponential
@@ -16,10 +16,11 @@ RUNTIME = {"metric": "runtime", "limit": 10.0, "type": "budget", "runtime": True
 
 
 def make(**kw):
+    """The papers' rules (RPOL by default, hard censoring), whatever the product's defaults."""
     clock = SimClock()
     kw.setdefault("objective_bounds", (0.0, 1.0))
     kw.setdefault("seed", 0)
-    return Optimizer(LINE, clock=clock, **kw), clock
+    return Optimizer(LINE, Settings(**PAPER_EXACT), clock=clock, **kw), clock
 
 
 # --- multipliers against hand computations --------------------------------------------------------
@@ -249,7 +250,8 @@ def test_suggestions_converge_to_the_feasible_optimum(name, kw):
     ({"constraints": [{"metric": "m", "limit": 1, "runtme": True}]}, ["unknown key", "runtme", "runtime"]),
     ({"constraints": [{"metric": "m", "limit": 1, "runtime": "yes"}]}, ["constraints[0].runtime", "true or false"]),
     ({"constraints": [COST], "constraint_handler": "lagrange"}, ["constraint_handler", "rpol", "cbo", "penalty", "scgp"]),
-    ({"constraints": [COST], "handler_options": {"Q1": 2}}, ["handler_options", "Q1", "q1"]),
+    ({"constraints": [COST], "constraint_handler": "rpol", "handler_options": {"Q1": 2}},
+     ["handler_options", "Q1", "q1"]),
     ({"constraints": [COST], "constraint_handler": "penalty", "handler_options": {"psi": "log"}},
      ["handler_options.psi", "exp", "poly"]),
     ({"constraints": [COST], "stop_margin": 0.2}, ["stop_margin", "runtime: true"]),

@@ -207,7 +207,7 @@ def test_pof_handler_searches_for_feasibility_until_a_feasible_result():
 
 @pytest.mark.parametrize("g, shift", [("mean", 0.0), ("ucb", 1.0)])
 def test_rpol_constraint_estimate_option(g, shift):
-    opt, _ = make(constraints=[COST], handler_options={"g": g}, domain=GRID, n_initial=0,
+    opt, _ = make(constraints=[COST], constraint_handler="rpol", handler_options={"g": g}, domain=GRID, n_initial=0,
                   beta=0.5, beta_g=2.0, b_y=0.0, b_c=0.0, refit_every=10 ** 6)
     xs, f, cost = (0.1, 0.5, 0.75), (0.2, 0.5, 0.9), (0.2, 0.5, 0.7)
     for x, v, c in zip(xs, f, cost):
@@ -225,7 +225,8 @@ def test_rpol_constraint_estimate_option(g, shift):
     ({"n_initial": "many"}, ["n_initial", "auto"]),
     ({"prior_mean": "median"}, ["prior_mean", "zero", "mean"]),
     ({"refit_dense_until": -1}, ["refit_dense_until", ">= 0"]),
-    ({"constraints": [COST], "handler_options": {"g": "max"}}, ["handler_options.g", "lcb", "ucb"]),
+    ({"constraints": [COST], "constraint_handler": "rpol", "handler_options": {"g": "max"}},
+     ["handler_options.g", "lcb", "ucb"]),
 ])
 def test_bad_switches_name_the_field_and_allowed_values(kw, words):
     with pytest.raises(ValueError) as err:
