@@ -23,7 +23,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .metrics import FRACTIONS
-from .peers import ABLATION, PEERS, PROJECT
+from .peers import ABLATION, DEFAULT, PAPER, PEERS, PROJECT
 from .report import Cell, _winner, fmt, load_runs, median_best
 from .problems import get_problem
 
@@ -115,8 +115,8 @@ def table(cells: dict[Cell, list], methods: Sequence[str]) -> list[str]:
         s = summarize(cells, m)
         if not s["pairs"]:
             continue
-        settings = ABLATION.get(m, PROJECT.get(m, {}))
-        diff = {k: v for k, v in settings.items() if ABLATION["paper"].get(k, "-") != v}
+        settings = DEFAULT if m == "tuner" else ABLATION.get(m, PROJECT.get(m, {}))
+        diff = {k: v for k, v in settings.items() if PAPER.get(k, "-") != v}
         w = lambda k: (f"{s['by_w'][k][0]}/{s['by_w'][k][1]}" if k in s["by_w"] else "-")
         out.append(f"| {m} | {', '.join(f'{k}={v}' for k, v in diff.items()) or '-'} | "
                    f"{s['best_or_tied']}/{s['pairs']} ({100 * s['best_or_tied'] / s['pairs']:.0f} %) | "
@@ -128,7 +128,7 @@ def table(cells: dict[Cell, list], methods: Sequence[str]) -> list[str]:
 def write(compare_runs: Path, ablation_dir: Path, methods: Sequence[str] | None = None) -> Path:
     cells = load(compare_runs, ablation_dir)
     present = list(dict.fromkeys(m for _, _, m in cells))
-    methods = [m for m in (methods or [*ABLATION, "tuner"]) if m in present]
+    methods = [m for m in (methods or ["paper", *ABLATION, "tuner"]) if m in present]
     lines = ["# Method ablation", "",
              "Each variant on the side-by-side harness (`python -m benchmarks.ablation`). Per "
              "(problem, W, horizon fraction) pair: is the variant's median best feasible score "
