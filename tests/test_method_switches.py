@@ -247,3 +247,20 @@ def test_paper_exact_settings_are_001_app_c_whatever_the_defaults():
     # hard censoring: a running trial is a GP input at exactly the minimum (eq. 1)
     assert isinstance(opt.objective_posterior(), Posterior)
     assert np.array_equal(opt.censored_targets(), [0.0, 0.0])
+
+
+def test_a_state_saved_before_the_new_switches_resumes_with_the_rules_it_ran_with(tmp_path):
+    """An optimizer state written before soft censoring and the prior existed has no such keys;
+    it resumes with hard censoring and no prior (what it ran with), not the new defaults."""
+    opt, clock = make(**PAPER_EXACT)
+    for _ in range(3):
+        s = opt.suggest()
+        opt.tell(s.trial_id, float(opt.trials[s.trial_id].x[0]))
+    opt.suggest()
+    state = opt.state_dict()
+    for key in ("censoring", "censor_noise", "delay_lambda_power", "prior_mean",
+                "refit_dense_until", "lengthscale_prior"):
+        del state["settings"][key]
+    again = Optimizer.from_state(state, clock=clock)
+    assert again.settings.censoring == "hard" and again.settings.lengthscale_prior is False
+    assert opt.suggest().config == again.suggest().config

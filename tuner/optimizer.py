@@ -669,7 +669,9 @@ class Optimizer:
         if state.get("version") != STATE_VERSION:
             raise ValueError(f"optimizer state version {state.get('version')!r} is not supported "
                              f"(this version reads {STATE_VERSION})")
-        settings = Settings.from_dict(state["settings"])
+        # a state saved before a setting existed ran with the paper's value of it
+        older = {k: v for k, v in PAPER_EXACT.items() if k not in state["settings"]}
+        settings = Settings.from_dict({**older, **state["settings"]})
         domain = None if state["domain"] is None else np.asarray(state["domain"])
         opt = cls(SearchSpace.from_dict(state["space"]), settings, clock=clock, domain=domain,
                   samplers=samplers)
