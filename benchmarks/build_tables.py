@@ -5,7 +5,7 @@
 Each trainable (``trainables.get_trainable``: SVM, logistic regression, CNN) is trained once
 per configuration of a full grid over its default search space, with its default options (no
 injected delay, ``threads=1``) and training seed 0.  The grid is cell-centred in the unit-cube
-encoding of ``tuner.space.SearchSpace``: level i of n on a coordinate is u = (i + 0.5) / n, so
+encoding of ``tuner.core.space.SearchSpace``: level i of n on a coordinate is u = (i + 0.5) / n, so
 under nearest-neighbour lookup every grid point owns an equal box of the cube (log-scaled
 parameters are log-spaced; an integer is the decoded, rounded value).  Default levels:
 ``GRIDS``; ``--points N`` scales every grid to about N points with the same proportions.
@@ -39,7 +39,7 @@ from typing import Any  # noqa: E402
 import numpy as np  # noqa: E402
 
 from trainables import get_trainable  # noqa: E402
-from tuner.space import SearchSpace  # noqa: E402
+from tuner.core.space import SearchSpace  # noqa: E402
 
 TABLES_DIR = Path(__file__).resolve().parent / "tables"
 NAMES = ("svm", "logreg", "cnn")

@@ -5,7 +5,7 @@
     table.accuracy[i], table.train_time[i]
 
 ``X`` holds the grid in natural units (columns in ``space`` order); ``nearest`` measures
-distance in the unit-cube encoding of ``tuner.space.SearchSpace`` (log-scaled where the space
+distance in the unit-cube encoding of ``tuner.core.space.SearchSpace`` (log-scaled where the space
 is), so a configuration anywhere in the space maps to the grid cell it falls in.
 """
 
@@ -20,7 +20,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from tuner.space import SearchSpace
+from tuner.core.space import SearchSpace
 
 TABLES_DIR = Path(__file__).resolve().parent / "tables"
 NAMES = ("svm", "logreg", "cnn")

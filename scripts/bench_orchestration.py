@@ -5,7 +5,7 @@ The same trivial trainable (sleep a random 50-500 ms, seeded) and the same optim
 the suggestion cost inside each loop) run three ways on one local Ray instance:
 
 * ``tasks``: ``ray.remote`` tasks and ``ray.wait``, a new suggestion the moment one returns
-  (what ``tuner.orchestrator.StudyRunner`` does, without MLflow);
+  (what ``tuner.integrations.ray.orchestrator.StudyRunner`` does, without MLflow);
 * ``tune``: ``tune.Tuner`` with ``TunerSearch`` and ``max_concurrent_trials`` (default settings);
 * ``tune-reuse``: the same with ``reuse_actors=True``.
 
@@ -30,7 +30,7 @@ import ray  # noqa: E402
 from ray import tune  # noqa: E402
 
 from tuner import Optimizer  # noqa: E402
-from tuner.tune_search import TunerSearch  # noqa: E402
+from tuner.integrations.ray.tune_search import TunerSearch  # noqa: E402
 
 SPACE = {"x": {"type": "float", "low": 0.0, "high": 1.0},
          "y": {"type": "float", "low": 0.0, "high": 1.0}}

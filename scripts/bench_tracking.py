@@ -30,7 +30,7 @@ from pathlib import Path
 import mlflow
 from mlflow.tracking import MlflowClient
 
-from tuner.tracking import StudyTracker, TrialRecord
+from tuner.integrations.mlflow.tracking import StudyTracker, TrialRecord
 
 
 def trial(tid: int) -> TrialRecord:

@@ -43,7 +43,7 @@ def run_once(burners: int, extra: list[str]) -> dict:
     try:
         with tempfile.TemporaryDirectory(prefix="main-job-") as d:
             t0 = time.perf_counter()
-            p = subprocess.Popen([sys.executable, "-m", "tuner.cli", "run", *extra], cwd=d,
+            p = subprocess.Popen([sys.executable, "-m", "tuner.app.cli", "run", *extra], cwd=d,
                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
             first, lines = None, []     # first: when the study's banner ("study NAME: ...") came
             for line in p.stdout:

@@ -13,7 +13,7 @@ import argparse
 from ray import tune
 
 from trainables import get_trainable
-from tuner.tune_search import TunerSearch
+from tuner.integrations.ray.tune_search import TunerSearch
 
 
 def train_logreg(config: dict) -> None:

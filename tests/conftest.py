@@ -11,7 +11,7 @@ import pytest
 def ray_session():
     import ray
 
-    from tuner.orchestrator import LOCAL_RAY_SYSTEM_CONFIG
+    from tuner.integrations.ray.orchestrator import LOCAL_RAY_SYSTEM_CONFIG
 
     ray.init(num_cpus=2, include_dashboard=False, ignore_reinit_error=True,
              log_to_driver=False, configure_logging=False, _system_config=LOCAL_RAY_SYSTEM_CONFIG)

@@ -16,7 +16,7 @@ def test_the_built_in_study_finishes_trials_while_other_jobs_use_every_core(tmp_
     uri = f"sqlite:///{tmp_path}/mlflow.db"
     pids = busy_machine(2)
     assert all(pid > 0 for pid in pids)
-    p = subprocess.run([sys.executable, "-m", "tuner.cli", "run", "--trials", "6",
+    p = subprocess.run([sys.executable, "-m", "tuner.app.cli", "run", "--trials", "6",
                         "--output", str(tmp_path / "runs"), "--tracking-uri", uri],
                        capture_output=True, text=True, cwd=tmp_path, timeout=600)
     assert p.returncode == 0, p.stdout + p.stderr

@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
-from tuner.optimizer import PAPER_EXACT, Optimizer, Settings
-from tuner.simulator import SimClock
+from tuner.core.optimizer import PAPER_EXACT, Optimizer, Settings
+from tuner.run.simulator import SimClock
 
 SPACE = {"x": {"type": "float", "low": 0.0, "high": 1.0}}
 
@@ -114,7 +114,7 @@ def test_nu_matches_hand_computation():
     opt.suggest()                       # t = 3: pending in window are ids[1], ids[2]
     post_gp = opt.objective.gp_all
     # recompute by hand with the same GP state as at that suggest (inputs of trials 0..2)
-    from tuner.gp import GaussianProcess
+    from tuner.core.gp import GaussianProcess
     gp = GaussianProcess(post_gp.kernel, post_gp.hyper)
     gp.extend(np.vstack([opt.trials[i].x for i in range(3)]))
     _, var = gp.predict(np.vstack([opt.trials[1].x, opt.trials[2].x]))

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from tuner.config import DEFAULT_STUDY, load_simulation, load_study
+from tuner.app.config import DEFAULT_STUDY, load_simulation, load_study
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 

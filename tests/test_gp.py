@@ -5,10 +5,10 @@ from scipy.optimize import approx_fprime
 from sklearn.gaussian_process import GaussianProcessRegressor
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Matern
 
-from tuner.acquisition import thompson_sample
-from tuner.gp import (GaussianProcess, Hyperparameters, Posterior, fit_hyperparameters,
+from tuner.core.acquisition import thompson_sample
+from tuner.core.gp import (GaussianProcess, Hyperparameters, Posterior, fit_hyperparameters,
                       negative_log_marginal_likelihood, pairwise_sqdiff)
-from tuner.kernels import Matern52, SquaredExponential
+from tuner.core.kernels import Matern52, SquaredExponential
 
 rng = np.random.default_rng(0)
 X = rng.random((40, 3))

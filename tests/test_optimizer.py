@@ -4,12 +4,12 @@ import numpy as np
 import pytest
 
 from tuner import ALGORITHMS, Optimizer
-from tuner.gp import GaussianProcess, Hyperparameters, Posterior
-from tuner.kernels import SquaredExponential
-from tuner.maximize import maximize
-from tuner.problems import gp_sample_1d
-from tuner.simulator import Fixed, Poisson, RunTime, SimClock, simulate
-from tuner.space import SearchSpace
+from tuner.core.gp import GaussianProcess, Hyperparameters, Posterior
+from tuner.core.kernels import SquaredExponential
+from tuner.core.maximize import maximize
+from tuner.run.problems import gp_sample_1d
+from tuner.run.simulator import Fixed, Poisson, RunTime, SimClock, simulate
+from tuner.core.space import SearchSpace
 
 MIXED = {
     "lr": {"type": "float", "low": 1e-4, "high": 1.0, "log": True},
@@ -51,7 +51,7 @@ def test_each_acquisition_picks_the_argmax_of_its_estimate(algo):
     if algo in ("gp-ucb-sdf", "gp-ucb"):
         expect = D[np.argmax(mean + 0.5 * np.sqrt(var)), 0]
     else:   # replay the optimizer's random draw
-        from tuner.acquisition import thompson_sample
+        from tuner.core.acquisition import thompson_sample
         rng = np.random.default_rng(0)
         rng.bit_generator.state = state
         if algo == "randgp-ucb":

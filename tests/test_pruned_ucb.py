@@ -3,11 +3,11 @@
 import numpy as np
 import pytest
 
-from tuner.acquisition import shifted
-from tuner.gp import PRUNE_BLOCK, GaussianProcess, Hyperparameters, Posterior
-from tuner.kernels import SquaredExponential
-from tuner.maximize import maximize
-from tuner.space import SearchSpace
+from tuner.core.acquisition import shifted
+from tuner.core.gp import PRUNE_BLOCK, GaussianProcess, Hyperparameters, Posterior
+from tuner.core.kernels import SquaredExponential
+from tuner.core.maximize import maximize
+from tuner.core.space import SearchSpace
 
 rng = np.random.default_rng(7)
 N, D = 2 * PRUNE_BLOCK + 40, 3

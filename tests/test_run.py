@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
-from tuner.censoring import COMPLETED, FAILED, RUNNING
-from tuner.config import ConfigError, load_study
-from tuner.orchestrator import StudyRunner
-from tuner.progress import Progress
+from tuner.core.censoring import COMPLETED, FAILED, RUNNING
+from tuner.app.config import ConfigError, load_study
+from tuner.integrations.ray.orchestrator import StudyRunner
+from tuner.app.progress import Progress
 
 pytestmark = pytest.mark.slow      # real Ray and MLflow: `pytest -m "not slow"` skips them
 
@@ -129,7 +129,7 @@ def test_cli_exits_non_zero_with_a_diagnosis_when_no_trial_finishes(tmp_path):
                 budget={"limit": 0.2, "stop_margin": 0.5}, run={"trials": 2, "max_concurrent": 2})
     path = tmp_path / "hopeless.yaml"
     path.write_text(json.dumps(cfg))
-    p = subprocess.run([sys.executable, "-m", "tuner.cli", "run", str(path)], capture_output=True,
+    p = subprocess.run([sys.executable, "-m", "tuner.app.cli", "run", str(path)], capture_output=True,
                        text=True, cwd=tmp_path, timeout=300)
     assert p.returncode == 1, p.stdout + p.stderr
     last = p.stderr.strip().splitlines()[-1]
@@ -151,7 +151,7 @@ def test_wall_clock_limit_kills_the_running_trials(ray_session, tmp_path):
 
 def cli(*args, cwd, **kw):
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    return subprocess.Popen([sys.executable, "-m", "tuner.cli", *args], cwd=cwd, env=env,
+    return subprocess.Popen([sys.executable, "-m", "tuner.app.cli", *args], cwd=cwd, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **kw)
 
 
@@ -253,7 +253,7 @@ def test_bad_configs_name_the_field(tmp_path, change, message):
 def test_cli_reports_config_errors_without_a_traceback(tmp_path):
     path = tmp_path / "bad.yaml"
     path.write_text("trainable: svm\nrun: {trials: -3}\n")
-    p = subprocess.run([sys.executable, "-m", "tuner.cli", "run", str(path)], capture_output=True,
+    p = subprocess.run([sys.executable, "-m", "tuner.app.cli", "run", str(path)], capture_output=True,
                        text=True, cwd=tmp_path)
     assert p.returncode == 2
     assert "configuration error: run.trials: must be > 0" in p.stderr

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from tuner.space import SearchSpace, SpaceError
+from tuner.core.space import SearchSpace, SpaceError
 
 SPEC = {
     "C": {"type": "float", "low": 1e-4, "high": 100.0, "log": True},
@@ -62,7 +62,7 @@ def test_bad_spaces_name_parameter_and_rule(spec, words):
 
 def test_ray_tune_domains_convert():
     tune = pytest.importorskip("ray.tune")
-    from tuner.tune_space import from_tune
+    from tuner.integrations.ray.tune_space import from_tune
 
     space = from_tune({
         "a": tune.uniform(0.0, 2.0),

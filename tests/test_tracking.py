@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
-from tuner.plots import RUNTIME_PNG, SCORE_PNG, best_so_far, study_plots
-from tuner.tracking import PENDING, StudyTracker, TrialRecord
+from tuner.app.plots import RUNTIME_PNG, SCORE_PNG, best_so_far, study_plots
+from tuner.integrations.mlflow.tracking import PENDING, StudyTracker, TrialRecord
 
 pytestmark = pytest.mark.slow      # real MLflow / Ray processes: `pytest -m "not slow"` skips them
 
@@ -156,7 +156,7 @@ def test_store_unreachable_at_start_then_replayed_by_the_resumed_study(sqlite_ur
     store_dir.write_text("not mounted")               # MLflow cannot create its database here
     uri = f"sqlite:///{store_dir / Path(sqlite_uri[len('sqlite:///'):]).name}"
     spool = tmp_path / "study"
-    caplog.set_level(logging.WARNING, logger="tuner.tracking")
+    caplog.set_level(logging.WARNING, logger="tuner.integrations.mlflow.tracking")
     tracker = StudyTracker(uri, "study-c", spool, retries=1, backoff=0.01)
     pending = tracker.start({"algorithm": "gp-ucb-sdf"})
     assert pending.startswith(PENDING)
@@ -245,7 +245,7 @@ class Server:
 def test_server_killed_mid_study_nothing_lost(sqlite_uri, tmp_path, caplog, capsys):
     # The module's store (its tables exist already, which saves the server seconds at start).
     server = Server(tmp_path, free_port(), Path(sqlite_uri[len("sqlite:///"):]))
-    caplog.set_level(logging.WARNING, logger="tuner.tracking")
+    caplog.set_level(logging.WARNING, logger="tuner.integrations.mlflow.tracking")
     server.start()
     try:
         tracker = StudyTracker(server.uri, "study-d", tmp_path / "study", retries=1,

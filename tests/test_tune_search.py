@@ -11,9 +11,9 @@ import pytest
 import ray
 from ray import tune
 
-from tuner.censoring import COMPLETED, FAILED, RUNNING
-from tuner.space import SpaceError
-from tuner.tune_search import TunerSearch
+from tuner.core.censoring import COMPLETED, FAILED, RUNNING
+from tuner.core.space import SpaceError
+from tuner.integrations.ray.tune_search import TunerSearch
 
 pytestmark = pytest.mark.slow      # real MLflow / Ray processes: `pytest -m "not slow"` skips them
 

@@ -1,8 +1,8 @@
 """tuner: asynchronous, budget-aware hyperparameter tuning with censored-feedback GP bandits."""
 
-from .algorithms import ALGORITHMS, get_algorithm
-from .optimizer import PAPER_EXACT, Optimizer, Settings, Suggestion
-from .space import Categorical, Float, Int, SearchSpace, SpaceError
+from tuner.core.algorithms import ALGORITHMS, get_algorithm
+from tuner.core.optimizer import PAPER_EXACT, Optimizer, Settings, Suggestion
+from tuner.core.space import Categorical, Float, Int, SearchSpace, SpaceError
 
 __all__ = ["ALGORITHMS", "PAPER_EXACT", "get_algorithm", "Optimizer", "Settings", "Suggestion", "SearchSpace",
            "Float", "Int", "Categorical", "SpaceError"]

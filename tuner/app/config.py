@@ -4,7 +4,7 @@ A study file has these sections (see ``configs/``):
 
     study: name                      # MLflow experiment name, output folder name
     space: {param: {type: ..., ...}} # optional when the trainable has a default space
-    optimizer: {...}                 # tuner.optimizer.Settings fields
+    optimizer: {...}                 # tuner.core.optimizer.Settings fields
     simulation: {...}                # for `tuner simulate`: objective, delay, workers, trials
 """
 
@@ -19,7 +19,7 @@ from typing import Any, Mapping
 
 import yaml
 
-from .optimizer import Settings
+from tuner.core.optimizer import Settings
 
 
 class ConfigError(ValueError):
@@ -305,7 +305,7 @@ def load_study(source: str | Path | Mapping[str, Any],
         raise ConfigError(f"trainable: {exc}") from exc
     space_spec = top["space"] or trainable.space
     try:
-        from .space import SearchSpace
+        from tuner.core.space import SearchSpace
 
         SearchSpace.from_dict(space_spec)
     except ValueError as exc:

@@ -1,6 +1,6 @@
 """The plots a study's parent MLflow run holds: score and run time over the study's wall clock.
 
-``study_plots`` draws them from the trial records the tracker logs (``tuner.tracking``) and
+``study_plots`` draws them from the trial records the tracker logs (``tuner.integrations.mlflow.tracking``) and
 returns the PNG paths for ``StudyTracker.log_artifacts``.  Matplotlib with the Agg backend (no
 display needed).
 """
@@ -16,7 +16,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (after choosing the backend)
 
-from .tracking import TrialRecord  # noqa: E402
+from tuner.integrations.mlflow.tracking import TrialRecord  # noqa: E402
 
 SCORE_PNG = "score_vs_wallclock.png"
 RUNTIME_PNG = "runtime_vs_budget.png"

@@ -50,14 +50,14 @@ import numpy as np
 import ray
 from ray import exceptions as rex
 
-from .censoring import COMPLETED, RUNNING
-from .config import ConfigError, StudyConfig
-from .optimizer import Optimizer
-from .progress import Progress, Snapshot, summary_table
-from .space import SearchSpace
+from tuner.core.censoring import COMPLETED, RUNNING
+from tuner.app.config import ConfigError, StudyConfig
+from tuner.core.optimizer import Optimizer
+from tuner.app.progress import Progress, Snapshot, summary_table
+from tuner.core.space import SearchSpace
 
 if TYPE_CHECKING:
-    from .tracking import StudyTracker, TrialRecord
+    from tuner.integrations.mlflow.tracking import StudyTracker, TrialRecord
 
 STATE_FORMAT = "tuner.study"
 STATE_VERSION = 1
@@ -207,7 +207,7 @@ class StudyRunner:
         it took.  Runs in a thread beside Ray's start-up (``run``); the budget's params follow in
         ``_log_budget`` once it is measured."""
         t0 = time.perf_counter()
-        from .tracking import StudyTracker   # mlflow's import alone takes seconds
+        from tuner.integrations.mlflow.tracking import StudyTracker   # mlflow's import alone takes seconds
 
         cfg = self.cfg
         self.tracker = StudyTracker(cfg.mlflow["tracking_uri"], cfg.experiment, self.dir,
@@ -471,7 +471,7 @@ class StudyRunner:
     # --- MLflow -----------------------------------------------------------------------------
 
     def _trial_record(self, trial_id: int) -> "TrialRecord":
-        from .tracking import TrialRecord
+        from tuner.integrations.mlflow.tracking import TrialRecord
 
         tr = self.optimizer.trials[trial_id]
         out = self.session.outcomes[trial_id]
@@ -585,7 +585,7 @@ class StudyRunner:
         rows = self._write_table(table)
         paths = [table]
         try:
-            from .plots import study_plots
+            from tuner.app.plots import study_plots
 
             records = [self._trial_record(tid) for tid in sorted(self.session.outcomes)]
             budget = self.cfg.budget["seconds"] if self.cfg.budget else None

@@ -19,7 +19,7 @@ key             default     meaning
 
 e.g. ``constraints=[{"metric": "runtime", "limit": 60, "type": "budget", "runtime": True}]``.
 
-Each bandit-feedback constraint gets its own censored GP (``tuner.model``, the same code as the
+Each bandit-feedback constraint gets its own censored GP (``tuner.core.model``, the same code as the
 objective's); a pending constraint value is censored to 0 as in paper 004 §5
 (c~_{s,t} = c_s 1{d_s <= min(m, t - s)}).
 

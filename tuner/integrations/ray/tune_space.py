@@ -12,7 +12,7 @@ from typing import Any, Mapping
 
 from ray.tune.search import sample
 
-from .space import Categorical, Float, Int, SearchSpace, SpaceError
+from tuner.core.space import Categorical, Float, Int, SearchSpace, SpaceError
 
 
 def _convert(name: str, dom: sample.Domain) -> Float | Int | Categorical:

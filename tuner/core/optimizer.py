@@ -7,7 +7,7 @@
     opt.save("study.json"); Optimizer.load("study.json")
 
 No Ray, no MLflow: the clock is injected (wall time by default, a simulated one in
-``tuner.simulator``), so the same object serves simulations, the CLI and the Ray Tune plugin.
+``tuner.run.simulator``), so the same object serves simulations, the CLI and the Ray Tune plugin.
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ class Settings:
     n_local: int = 128
     n_starts: int = 3
     seed: int = 0
-    # Constraints (tuner.constraints has the tables of constraint keys, handlers and options).
+    # Constraints (tuner.core.constraints has the tables of constraint keys, handlers and options).
     constraints: list = field(default_factory=list)    # [{metric, limit, type, runtime, observable}]
     constraint_handler: str = "pof"                    # pof | rpol | cbo | penalty | scgp
     handler_options: dict = field(default_factory=dict)

@@ -17,9 +17,9 @@ from .config import DEFAULT_STUDY, ConfigError, load_simulation, load_study
 
 
 def _simulate(args: argparse.Namespace) -> int:
-    from .optimizer import Optimizer
-    from .problems import make_objective
-    from .simulator import make_delay, simulate
+    from tuner.core.optimizer import Optimizer
+    from tuner.run.problems import make_objective
+    from tuner.run.simulator import make_delay, simulate
 
     cfg = load_simulation(args.config, {"algorithm": args.algorithm, "trials": args.trials,
                                         "workers": args.workers, "seed": args.seed})
@@ -63,7 +63,7 @@ def _simulate(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from .orchestrator import StudyRunner
+    from tuner.integrations.ray.orchestrator import StudyRunner
 
     overrides = {k: getattr(args, k) for k in ("trials", "max_concurrent", "wall_clock_limit",
                                                "trial_timeout", "seed", "budget", "address",

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 import numpy as np
 
-from .kernels import SquaredExponential
+from tuner.core.kernels import SquaredExponential
 
 if TYPE_CHECKING:
     from .simulator import RunTime
@@ -153,7 +153,7 @@ class BudgetedTraining:
         return self.base + self.per_unit * float(config["width"])
 
     def run_time(self) -> "RunTime":
-        """The run-time model for ``tuner.simulator.simulate``."""
+        """The run-time model for ``tuner.run.simulator.simulate``."""
         from .simulator import RunTime
 
         return RunTime(self.mean_run_time, self.cv)

@@ -21,7 +21,7 @@ from typing import Any, Callable, Mapping, Protocol
 
 import numpy as np
 
-from .optimizer import Optimizer
+from tuner.core.optimizer import Optimizer
 
 
 class AskTell(Protocol):

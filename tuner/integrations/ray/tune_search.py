@@ -5,7 +5,7 @@ either from the constructor or from ``tune.Tuner(param_space=...)`` through
 ``set_search_properties``; ``metric``/``mode`` from the constructor or ``tune.TuneConfig``.
 
     from ray import tune
-    from tuner.tune_search import TunerSearch
+    from tuner.integrations.ray.tune_search import TunerSearch
 
     def trainable(config):
         tune.report({"loss": (config["x"] - 0.3) ** 2 + config["offset"]})
@@ -37,7 +37,7 @@ How Ray's calls map onto the ask/tell ``Optimizer`` (``searcher.optimizer``):
   (e.g. from a restored experiment) and repeated completions are ignored with a warning.
 * ``mode`` ("min"/"max") becomes the Optimizer's ``mode`` setting; the Optimizer maximizes
   internally.  ``algorithm``, ``objective_bounds``, ``seed`` and any other keyword
-  (``window``, ``beta``, ``n_candidates``...; see ``tuner.optimizer.Settings``) are Optimizer
+  (``window``, ``beta``, ``n_candidates``...; see ``tuner.core.optimizer.Settings``) are Optimizer
   settings and are validated at construction.  ``clock=`` replaces the wall clock.
 * ``save(path)``/``restore(path)``: one versioned JSON file (written to a temp file, then
   ``os.replace``) with ``Optimizer.state_dict()``, the id mapping, the remaining
@@ -46,7 +46,7 @@ How Ray's calls map onto the ask/tell ``Optimizer`` (``searcher.optimizer``):
   experiment, so ``tune.Tuner.restore`` continues the same study.
 
 Spaces: ``space`` may be a flat Ray Tune param space (``tune.uniform``, ``loguniform``,
-``randint``, ``lograndint``, ``choice``, q-variants; converted by ``tuner.tune_space.from_tune``)
+``randint``, ``lograndint``, ``choice``, q-variants; converted by ``tuner.integrations.ray.tune_space.from_tune``)
 or the tuner's plain mapping format (``{"C": {"type": "float", "low": 1e-4, "high": 100,
 "log": True}, ...}``, read by ``SearchSpace.from_dict``).  A mapping that holds at least one Ray
 Tune domain (or ``grid_search``/``sample_from``) is read as a Ray param space, any other as the
@@ -73,8 +73,8 @@ from ray.tune.search import UNDEFINED_METRIC_MODE, UNDEFINED_SEARCH_SPACE, Searc
 from ray.tune.search.variant_generator import parse_spec_vars
 from ray.util.debug import log_once
 
-from .optimizer import Optimizer, Settings
-from .space import Categorical, Float, Int, SearchSpace, SpaceError
+from tuner.core.optimizer import Optimizer, Settings
+from tuner.core.space import Categorical, Float, Int, SearchSpace, SpaceError
 from .tune_space import from_tune
 
 logger = logging.getLogger(__name__)
@@ -201,7 +201,7 @@ class TunerSearch(Searcher):
             objective by ``constraint_handler`` (default ``rpol``).  More constraints:
             ``constraints=[{"metric": ..., "limit": ..., "type": "budget" | "upper"}]``.
         budget_metric: the result key the budget applies to.
-        **optimizer_settings: any other ``tuner.optimizer.Settings`` field, plus ``clock``
+        **optimizer_settings: any other ``tuner.core.optimizer.Settings`` field, plus ``clock``
             (a function returning the time in seconds; ``time.time`` by default).
 
     Example::
