@@ -1,5 +1,5 @@
 """Side-by-side benchmark: this project's methods against Optuna, Syne Tune and random search,
-in one simulated asynchronous worker pool (``tuner.run.simulator.simulate``) on one simulated clock.
+in one simulated asynchronous worker pool (``tuner.loop.simulator.simulate``) on one simulated clock.
 
     python -m benchmarks.compare --quick --out /tmp/bench-quick     # a few minutes
     nice -n 19 python -m benchmarks.compare                          # full: docs/results/compare
@@ -27,7 +27,7 @@ import warnings  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any, Iterable, Sequence  # noqa: E402
 
-from tuner.run.simulator import RunTime, simulate  # noqa: E402
+from tuner.loop.simulator import RunTime, simulate  # noqa: E402
 
 from .metrics import run_metrics  # noqa: E402
 from .peers import METHODS, applies, available, make_method  # noqa: E402

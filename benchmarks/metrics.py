@@ -7,7 +7,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from tuner.run.simulator import SimulationResult
+from tuner.loop.simulator import SimulationResult
 
 from .problems import Problem
 

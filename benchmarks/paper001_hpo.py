@@ -9,7 +9,7 @@ continuous space and may propose off-grid points.  f* = the table's maximum accu
 
 Protocol (the conventions of ``scripts/reproduce_bosdf_synthetic.py``):
 
-* one query per iteration (``tuner.run.simulator.simulate`` with ``workers=None``); 5 random
+* one query per iteration (``tuner.loop.simulator.simulate`` with ``workers=None``); 5 random
   initial queries, then ``T - 5`` BO queries (the authors' released script: 5 + 100);
 * delays: Poisson(10), window m = 20 (= 2 x mean); or every delay fixed at 10, m = 10 (batch
   BO with B_x = 11, §6.2; released code: m = batch size); eq. 1's convention: a query s with
@@ -44,7 +44,7 @@ from typing import Any, Mapping  # noqa: E402
 import numpy as np  # noqa: E402
 
 from tuner import PAPER_EXACT, Optimizer, Settings  # noqa: E402
-from tuner.run.simulator import simulate  # noqa: E402
+from tuner.loop.simulator import simulate  # noqa: E402
 
 from .lookup import NAMES, load_table  # noqa: E402
 

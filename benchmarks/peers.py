@@ -1,6 +1,6 @@
 """The methods compared: this project's optimizer and thin ask/tell adapters for the peers.
 
-Every method is driven by the same event loop (``tuner.run.simulator.simulate``), which needs an
+Every method is driven by the same event loop (``tuner.loop.simulator.simulate``), which needs an
 object with ``suggest()`` (returning ``.trial_id`` and ``.config``), ``tell(trial_id, value,
 metrics=, finish_time=)``, ``fail(trial_id, reason, finish_time=)``, ``trials_to_stop(now)``,
 ``next_stop_time()``, a settable ``clock`` and ``constraints``.  The adapters keep running trials

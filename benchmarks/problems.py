@@ -18,7 +18,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 from scipy.stats import qmc
 
-from tuner.run.problems import BudgetedTraining, SinConstrained
+from tuner.loop.problems import BudgetedTraining, SinConstrained
 from tuner.core.space import SearchSpace
 
 Config = Mapping[str, Any]
@@ -262,7 +262,7 @@ def _training() -> Problem:
     return Problem("budgeted-training", dict(_TRAINING.space), _TRAINING, _training_opt(30.0),
                    _TRAINING.mean_run_time, noise_std=0.01, cv=_TRAINING.cv,
                    constraint={"metric": "runtime", "limit": 30.0, "type": "budget", "runtime": True},
-                   note="tuner.run.problems.BudgetedTraining, budget 30 s (unconstrained optimum: 56 s runs)")
+                   note="tuner.loop.problems.BudgetedTraining, budget 30 s (unconstrained optimum: 56 s runs)")
 
 
 def _gardner() -> Problem:

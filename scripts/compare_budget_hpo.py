@@ -1,7 +1,7 @@
 """A simulated HPO study with a per-run time budget: constrained methods, the run-time-aware
 improvements and the baselines, on the same simulated worker pool and wall clock.
 
-Job (tuner.run.problems.BudgetedTraining): validation accuracy grows with the model's width (and
+Job (tuner.loop.problems.BudgetedTraining): validation accuracy grows with the model's width (and
 peaks in lr and dropout); run time = 5 + 0.1 width seconds with log-normal noise (cv 0.25).
 Budget: each run should finish within T = 30 s, i.e. g = runtime / 30 - 1 <= 0, declared as
 ``{"metric": "runtime", "limit": 30, "type": "budget", "runtime": True}``.  The unconstrained
@@ -58,8 +58,8 @@ from constraint_common import markdown_table, plot_panels, run_pool, write_csv
 import numpy as np  # noqa: E402
 
 from tuner import PAPER_EXACT, Optimizer, Settings  # noqa: E402
-from tuner.run.problems import BudgetedTraining  # noqa: E402
-from tuner.run.simulator import simulate  # noqa: E402
+from tuner.loop.problems import BudgetedTraining  # noqa: E402
+from tuner.loop.simulator import simulate  # noqa: E402
 
 LIMIT, WORKERS, NOISE = 30.0, 4, 0.01
 BUDGET = {"metric": "runtime", "limit": LIMIT, "type": "budget", "runtime": True}

@@ -2,7 +2,7 @@
 
 Eq. 1 gives a trial the objective's minimum while it runs and keeps it there *for good* when its
 result arrives later than the window m.  This script measures what that costs, on W simulated
-workers (``tuner.run.simulator.simulate``) with heterogeneous run times, for these windows:
+workers (``tuner.loop.simulator.simulate``) with heterogeneous run times, for these windows:
 
     auto-iter   m = 2 x mean delay, counted in queries started (paper 001 §6; the default before
                 this study, which made m = inf the default)
@@ -69,8 +69,8 @@ from tuner import PAPER_EXACT, Optimizer, Settings  # noqa: E402
 
 PAPER = Settings(**PAPER_EXACT)
 from tuner.core.censoring import COMPLETED  # noqa: E402
-from tuner.run.problems import gp_sample_1d  # noqa: E402
-from tuner.run.simulator import Poisson, RunTime, simulate  # noqa: E402
+from tuner.loop.problems import gp_sample_1d  # noqa: E402
+from tuner.loop.simulator import Poisson, RunTime, simulate  # noqa: E402
 from tuner.core.space import SearchSpace  # noqa: E402
 
 # --- problems ---------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ One query per iteration; beta = 1; SE kernel refit by marginal likelihood every 
     fig5a  GP-TS-SDF vs asy-TS vs GP-BTS, Poisson(10), m = 20
     fig5b  the same with every delay fixed at 10, m = 10
 
-How the paper's protocol is mapped onto ``tuner.run.simulator`` (see docs/results/bosdf_synthetic.md):
+How the paper's protocol is mapped onto ``tuner.loop.simulator`` (see docs/results/bosdf_synthetic.md):
 
 * Delays follow eq. 1: a query s with delay d is available when query s + max(d, 1) is chosen
   (d <= t - s), so d = 0 and d = 1 both mean "known before the next query".  The simulator
@@ -53,8 +53,8 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tuner import PAPER_EXACT, Optimizer, Settings  # noqa: E402
-from tuner.run.problems import gp_sample_1d  # noqa: E402
-from tuner.run.simulator import simulate  # noqa: E402
+from tuner.loop.problems import gp_sample_1d  # noqa: E402
+from tuner.loop.simulator import simulate  # noqa: E402
 
 SDF = ("gp-ucb-sdf", "gp-ts-sdf")
 NEVER = 1e12          # a delay that never ends within the run: the result is not delivered

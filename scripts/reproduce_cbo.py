@@ -1,7 +1,7 @@
 """Reproduce paper 003 (CBO) §5 / App. F.1, the synthetic setting: CBO-UCB, CBO-TS, CBO-Rand.
 
 X = 100 equally spaced points of [0, 1]; f = sum_{i<=100} a_i k(., x_i), a_i ~ U[-1, 1], SE kernel
-with lengthscale 0.2; g = -f + h with h = B/4 or B/2, B = ||f||_k (tuner.run.problems.RKHSConstrained;
+with lengthscale 0.2; g = -f + h with h = B/4 or B/2, B = ||f||_k (tuner.loop.problems.RKHSConstrained;
 a new draw per run).  Noise N(0, 0.1^2) on f and on g (the paper leaves R to "as in the
 unconstrained case").  One query per round, no delay.  As the paper assumes a known kernel, the
 GPs use the true SE kernel (lengthscale 0.2, amplitude 1, lambda = 0.01) without refits.
@@ -29,8 +29,8 @@ from constraint_common import (average_curves, markdown_table, pivot, plot_panel
 import numpy as np  # noqa: E402
 
 from tuner import PAPER_EXACT, Optimizer, Settings  # noqa: E402
-from tuner.run.problems import RKHSConstrained  # noqa: E402
-from tuner.run.simulator import Fixed, simulate  # noqa: E402
+from tuner.loop.problems import RKHSConstrained  # noqa: E402
+from tuner.loop.simulator import Fixed, simulate  # noqa: E402
 
 NOISE = 0.1
 METHODS = {"CBO-UCB": ("gp-ucb", "cbo"), "CBO-TS": ("asy-ts", "cbo"),

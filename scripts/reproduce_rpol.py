@@ -1,6 +1,6 @@
 """Reproduce paper 004 (RPOL) Figs. 1-2 and paper 000 App. E.1 on the constrained sin problem.
 
-f(x) = -sin x1 - x2, g(x) = sin x1 sin x2 + 0.95 on [0, 6]^2 (tuner.run.problems.SinConstrained;
+f(x) = -sin x1 - x2, g(x) = sin x1 sin x2 + 0.95 on [0, 6]^2 (tuner.loop.problems.SinConstrained;
 f* = 1 - arcsin 0.95 = -0.2532; the unconstrained maximum is infeasible).  One query per round
 (the simulator's iteration mode), metrics on the noise-free f and g of the chosen x_t:
 R(t)/t = sum (f* - f(x_s)) / t and V(t)/t = sum g^+(x_s) / t (004 eqs. 9-10).
@@ -40,8 +40,8 @@ from constraint_common import (average_curves, markdown_table, pivot, plot_panel
 import numpy as np  # noqa: E402  (constraint_common sets the BLAS threads first)
 
 from tuner import PAPER_EXACT, Optimizer, Settings  # noqa: E402
-from tuner.run.problems import SinConstrained  # noqa: E402
-from tuner.run.simulator import Fixed, Poisson, simulate  # noqa: E402
+from tuner.loop.problems import SinConstrained  # noqa: E402
+from tuner.loop.simulator import Fixed, Poisson, simulate  # noqa: E402
 
 PAPER_NOISE = float(np.sqrt(0.05))      # N(0, 0.05): variance 0.05
 E1_NOISE = 0.1                          # 000 App. E.1: "noise variance of 0.01"

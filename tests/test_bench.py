@@ -14,7 +14,7 @@ pytest.importorskip("optuna")
 from benchmarks import compare  # noqa: E402
 from benchmarks.peers import OptunaAdapter, SyneTuneAdapter, make_method  # noqa: E402
 from benchmarks.problems import get_problem  # noqa: E402
-from tuner.run.simulator import RunTime, simulate  # noqa: E402
+from tuner.loop.simulator import RunTime, simulate  # noqa: E402
 
 W, N = 4, 24
 

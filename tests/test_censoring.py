@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from tuner.core.optimizer import PAPER_EXACT, Optimizer, Settings
-from tuner.run.simulator import SimClock
+from tuner.loop.simulator import SimClock
 
 SPACE = {"x": {"type": "float", "low": 0.0, "high": 1.0}}
 

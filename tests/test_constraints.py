@@ -7,7 +7,7 @@ from tuner import PAPER_EXACT, Optimizer, Settings
 from tuner.core.constraints import CBO, RPOL, Penalty
 from tuner.core.gp import GaussianProcess, Hyperparameters, Posterior
 from tuner.core.kernels import SquaredExponential
-from tuner.run.simulator import Fixed, RunTime, SimClock, simulate
+from tuner.loop.simulator import Fixed, RunTime, SimClock, simulate
 
 LINE = {"x": {"type": "float", "low": 0.0, "high": 1.0}}
 GRID = np.linspace(0.0, 1.0, 101)[:, None]

@@ -14,7 +14,7 @@ from sklearn.gaussian_process.kernels import RBF, ConstantKernel
 from tuner import PAPER_EXACT, Optimizer, Settings
 from tuner.core.gp import GaussianProcess, Hyperparameters, Posterior, SoftCensoredPosterior
 from tuner.core.kernels import SquaredExponential
-from tuner.run.simulator import SimClock
+from tuner.loop.simulator import SimClock
 
 LINE = {"x": {"type": "float", "low": 0.0, "high": 1.0}}
 GRID = np.linspace(0.0, 1.0, 101)[:, None]

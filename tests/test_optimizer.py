@@ -7,8 +7,8 @@ from tuner import ALGORITHMS, Optimizer
 from tuner.core.gp import GaussianProcess, Hyperparameters, Posterior
 from tuner.core.kernels import SquaredExponential
 from tuner.core.maximize import maximize
-from tuner.run.problems import gp_sample_1d
-from tuner.run.simulator import Fixed, Poisson, RunTime, SimClock, simulate
+from tuner.loop.problems import gp_sample_1d
+from tuner.loop.simulator import Fixed, Poisson, RunTime, SimClock, simulate
 from tuner.core.space import SearchSpace
 
 MIXED = {

@@ -11,6 +11,9 @@ and different Poisson delays.
 
 from __future__ import annotations
 
+import importlib
+import os
+import sys
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, Callable, Mapping
@@ -75,19 +78,87 @@ TRAINABLES: dict[str, Trainable] = {
     "synthetic": _make("synthetic", synthetic)}
 
 
-def get_trainable(name: str) -> Trainable:
-    """The trainable called ``name``; an unknown name raises ``ValueError`` listing the names."""
+@dataclass(frozen=True)
+class FunctionTrainable:
+    """A user's training function ``fn(config) -> {metric: value}``: no default space, no
+    options, no default objective metric (the study must name them)."""
+
+    name: str                              # "module:function"
+    fn: Callable[[dict], Mapping[str, Any]] = field(repr=False)
+    space: None = None
+    options: Mapping[str, Any] = field(default_factory=dict)
+    objective: None = None
+    option_specs: Mapping[str, Option] = field(default_factory=dict, repr=False)
+
+    def __call__(self, config: Mapping[str, Any], options: Mapping[str, Any] | None = None,
+                 seed: int = 0) -> dict[str, float]:
+        out = self.fn(dict(config))
+        if not isinstance(out, Mapping):
+            raise TypeError(f"trainable {self.name} must return a dict of metrics, e.g. "
+                            f"{{'accuracy': 0.93}} (got {type(out).__name__})")
+        try:
+            return {str(k): float(v) for k, v in out.items()}
+        except (TypeError, ValueError):
+            raise TypeError(f"trainable {self.name} must return numbers as metric values "
+                            f"(got {dict(out)!r})") from None
+
+    def check_config(self, config: Mapping[str, Any]) -> dict[str, Any]:
+        return dict(config)
+
+
+def _import_function(spec: str) -> FunctionTrainable:
+    """``package.module:function`` (a dotted attribute path after the colon works too)."""
+    module_name, _, attr = spec.partition(":")
+    if not module_name or not attr:
+        raise ValueError(f"a user trainable is 'module:function', e.g. 'mypackage.train:fit' "
+                         f"(got {spec!r})")
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.insert(0, os.getcwd())     # as `python -m` would: the user's own modules
+    try:
+        obj: Any = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ValueError(f"cannot import module {module_name!r} of {spec!r} ({exc}); it must be "
+                         f"importable from the directory you run in or from the installed "
+                         f"packages") from None
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise ValueError(f"module {module_name!r} has no {attr!r} (from {spec!r})")
+        obj = getattr(obj, part)
+    if not callable(obj):
+        raise ValueError(f"{spec!r} is not a function")
+    return FunctionTrainable(spec, obj)
+
+
+def function_name(fn: Callable) -> str:
+    """How a Python function is named in a study: ``module:qualname``."""
+    return f"{getattr(fn, '__module__', '?')}:{getattr(fn, '__qualname__', repr(fn))}"
+
+
+def get_trainable(name: str | Callable) -> Trainable | FunctionTrainable:
+    """A built-in trainable by name, a user function by ``'module:function'``, or a function
+    itself; an unknown name raises ``ValueError`` listing the names."""
+    if callable(name):
+        return FunctionTrainable(function_name(name), name)
+    if isinstance(name, str) and ":" in name:
+        return _import_function(name)
     try:
         return TRAINABLES[name]
     except (KeyError, TypeError):
-        raise ValueError(f"unknown trainable {name!r}; allowed: {sorted(TRAINABLES)}") from None
+        raise ValueError(f"unknown trainable {name!r}; allowed: {sorted(TRAINABLES)} or your own "
+                         f"function as 'module:function'") from None
 
 
-def validate_options(name: str, options: Mapping[str, Any] | None) -> dict[str, Any]:
+def validate_options(name: str | Callable, options: Mapping[str, Any] | None) -> dict[str, Any]:
     """The trainable's options with defaults filled in and paths made absolute; unknown keys
     or bad values raise ``ValueError`` naming the field and what is allowed."""
     trainable = get_trainable(name)
-    return resolve(name, trainable.option_specs, options)
+    if isinstance(trainable, FunctionTrainable):
+        if options:
+            raise ValueError(f"trainable_options are for the built-in trainables; {trainable.name} "
+                             f"gets only its config (got {dict(options)!r})")
+        return {}
+    return resolve(trainable.name, trainable.option_specs, options)
 
 
-__all__ = ["Trainable", "TRAINABLES", "get_trainable", "validate_options"]
+__all__ = ["Trainable", "FunctionTrainable", "TRAINABLES", "function_name", "get_trainable",
+           "validate_options"]

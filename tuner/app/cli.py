@@ -18,8 +18,8 @@ from .config import DEFAULT_STUDY, ConfigError, load_simulation, load_study
 
 def _simulate(args: argparse.Namespace) -> int:
     from tuner.core.optimizer import Optimizer
-    from tuner.run.problems import make_objective
-    from tuner.run.simulator import make_delay, simulate
+    from tuner.loop.problems import make_objective
+    from tuner.loop.simulator import make_delay, simulate
 
     cfg = load_simulation(args.config, {"algorithm": args.algorithm, "trials": args.trials,
                                         "workers": args.workers, "seed": args.seed})
@@ -67,7 +67,7 @@ def _run(args: argparse.Namespace) -> int:
 
     overrides = {k: getattr(args, k) for k in ("trials", "max_concurrent", "wall_clock_limit",
                                                "trial_timeout", "seed", "budget", "address",
-                                               "tracking_uri", "algorithm", "output")}
+                                               "tracking_uri", "algorithm", "output", "trainable")}
     cfg = load_study(args.config or DEFAULT_STUDY, overrides)
     result = StudyRunner(cfg, resume=args.resume, fresh=args.fresh).run()
     if result.status != "FINISHED":
@@ -100,6 +100,8 @@ def build_parser() -> argparse.ArgumentParser:
     r = sub.add_parser("run", help="run a study on Ray (local or a cluster), every trial in MLflow")
     r.add_argument("config", nargs="?", help="study YAML, e.g. configs/svm.yaml (default: the "
                    f"built-in study: {DEFAULT_STUDY['trainable']} with a run-time budget)")
+    r.add_argument("--trainable", help="override trainable: a built-in name, or your own "
+                   "function as module:function (the config then needs space and objective.metric)")
     r.add_argument("--trials", type=int, help="override run.trials")
     r.add_argument("--max-concurrent", type=int, help="override run.max_concurrent")
     r.add_argument("--wall-clock-limit", type=float, help="override run.wall_clock_limit (seconds)")

@@ -3,7 +3,8 @@
 A study file has these sections (see ``configs/``):
 
     study: name                      # MLflow experiment name, output folder name
-    space: {param: {type: ..., ...}} # optional when the trainable has a default space
+    trainable: cnn                   # a built-in (svm, logreg, cnn, synthetic) or module:function
+    space: {param: {type: ..., ...}} # required for module:function; else the built-in default
     optimizer: {...}                 # tuner.core.optimizer.Settings fields
     simulation: {...}                # for `tuner simulate`: objective, delay, workers, trials
 """
@@ -15,7 +16,7 @@ import os
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import yaml
 
@@ -230,6 +231,7 @@ RUN_OVERRIDES = {
     "trials": ("run", "trials"), "max_concurrent": ("run", "max_concurrent"),
     "wall_clock_limit": ("run", "wall_clock_limit"), "trial_timeout": ("run", "trial_timeout"),
     "seed": ("run", "seed"), "budget": ("budget", "limit"), "address": ("ray", "address"),
+    "trainable": (None, "trainable"),
     "tracking_uri": ("mlflow", "tracking_uri"), "algorithm": ("optimizer", "algorithm"),
     "output": (None, "output"),
 }
@@ -250,6 +252,7 @@ class StudyConfig:
     ray: dict[str, Any]
     mlflow: dict[str, Any]
     output: str
+    trainable_fn: Callable[..., Any] | None = field(default=None, repr=False)  # tuner.run(fn, ...)
 
     @property
     def experiment(self) -> str:
@@ -279,10 +282,13 @@ def load_study(source: str | Path | Mapping[str, Any],
                overrides: Mapping[str, Any] | None = None) -> StudyConfig:
     """Read and validate a study (a YAML path or a mapping); ``overrides`` are command-line flags
     (``RUN_OVERRIDES`` names them), applied before validation so their errors name the field."""
-    from trainables import get_trainable, validate_options
+    from trainables import function_name, get_trainable, validate_options
 
     data = dict(source) if isinstance(source, Mapping) else read_yaml(source)
     default_name = "study" if isinstance(source, Mapping) else Path(source).stem
+    fn = data.get("trainable") if callable(data.get("trainable")) else None
+    if fn is not None:                       # a Python function (tuner.run): named module:qualname
+        data["trainable"] = function_name(fn)
     data = {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in data.items()}
     for flag, value in (overrides or {}).items():
         if value is None:
@@ -299,10 +305,17 @@ def load_study(source: str | Path | Mapping[str, Any],
     top = check_section("config", data, STUDY_SCHEMA)
     study = top["study"] or default_name
     try:
-        trainable = get_trainable(top["trainable"])
-        options = validate_options(trainable.name, top["trainable_options"] or {})
+        trainable = get_trainable(fn or top["trainable"])
+        options = validate_options(fn or trainable.name, top["trainable_options"] or {})
     except ValueError as exc:
         raise ConfigError(f"trainable: {exc}") from exc
+    if trainable.space is None and not top["space"]:
+        raise ConfigError(f"space: required with your own trainable {trainable.name}, e.g. "
+                          "space: {lr: {type: float, low: 1.0e-4, high: 0.1, log: true}}")
+    if trainable.objective is None and "metric" not in (top["objective"] or {}):
+        raise ConfigError(f"objective.metric: required with your own trainable {trainable.name}: "
+                          "the metric it returns that the study optimizes, e.g. "
+                          "objective: {metric: accuracy, mode: max}")
     space_spec = top["space"] or trainable.space
     try:
         from tuner.core.space import SearchSpace
@@ -323,7 +336,7 @@ def load_study(source: str | Path | Mapping[str, Any],
     opt["objective_bounds"] = objective["bounds"]
     cfg = StudyConfig(study, trainable.name, options, dict(space_spec), objective, budget,
                       optimizer_settings(opt), run, check_section("ray", top["ray"], RAY_SCHEMA),
-                      _mlflow_section(top["mlflow"]), top["output"])
+                      _mlflow_section(top["mlflow"]), top["output"], fn)
     if budget is None:
         return cfg
     if budget["relative"]:

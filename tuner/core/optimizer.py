@@ -7,7 +7,7 @@
     opt.save("study.json"); Optimizer.load("study.json")
 
 No Ray, no MLflow: the clock is injected (wall time by default, a simulated one in
-``tuner.run.simulator``), so the same object serves simulations, the CLI and the Ray Tune plugin.
+``tuner.loop.simulator``), so the same object serves simulations, the CLI and the Ray Tune plugin.
 """
 
 from __future__ import annotations

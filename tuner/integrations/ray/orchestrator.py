@@ -38,6 +38,7 @@ import math
 import os
 import shutil
 import signal
+import sys
 import socket
 import tempfile
 import threading
@@ -67,13 +68,16 @@ FINISHED, FAILED, KILLED, TIMED_OUT = "FINISHED", "FAILED", "KILLED", "TIMED_OUT
 IDENTITY = ("trainable", "trainable_options", "space", "objective", "budget", "optimizer")
 
 
-def warm_up(trainable: str, config: dict[str, Any], options: dict[str, Any]) -> str:
-    """One short run of the trainable (one epoch where it has epochs, no injected delay), so a
-    worker has imported and initialized everything (torch's first optimizer step alone takes
-    seconds) before the study clock starts."""
-    from trainables import get_trainable
+def warm_up(trainable: str | Callable, config: dict[str, Any], options: dict[str, Any]) -> str:
+    """One short run of a built-in trainable (one epoch where it has epochs, no injected delay),
+    so a worker has imported and initialized everything (torch's first optimizer step alone
+    takes seconds) before the study clock starts.  A user's function is only imported: a run of
+    it may be a whole training job."""
+    from trainables import FunctionTrainable, get_trainable
 
     t = get_trainable(trainable)
+    if isinstance(t, FunctionTrainable):
+        return ray.get_runtime_context().get_node_id()
     short = {**options, "delay": "none"} if "delay" in options else dict(options)
     if "epochs" in short:
         short["epochs"] = 1
@@ -81,7 +85,7 @@ def warm_up(trainable: str, config: dict[str, Any], options: dict[str, Any]) -> 
     return ray.get_runtime_context().get_node_id()
 
 
-def execute_trial(trainable: str, config: dict[str, Any], options: dict[str, Any],
+def execute_trial(trainable: str | Callable, config: dict[str, Any], options: dict[str, Any],
                   seed: int) -> dict[str, Any]:
     """The body of one Ray task: train, and say where it ran."""
     from trainables import get_trainable
@@ -89,6 +93,21 @@ def execute_trial(trainable: str, config: dict[str, Any], options: dict[str, Any
     metrics = get_trainable(trainable)(config, options, seed)
     return {"metrics": {k: float(v) for k, v in metrics.items()},
             "node_id": ray.get_runtime_context().get_node_id(), "host": socket.gethostname()}
+
+
+def ship_trainable(trainable: str | Callable) -> str | Callable:
+    """What the tasks get: a built-in's name, or a user's function itself, pickled by value
+    with its module's code (so workers, on this machine or a cluster, need not import the
+    user's module; the packages it imports must be installed there)."""
+    from trainables import FunctionTrainable, get_trainable
+
+    t = get_trainable(trainable)
+    if not isinstance(t, FunctionTrainable):
+        return trainable
+    module = sys.modules.get(getattr(t.fn, "__module__", ""))
+    if module is not None and module.__name__ != "__main__":
+        ray.cloudpickle.register_pickle_by_value(module)
+    return t.fn
 
 
 @dataclass
@@ -114,6 +133,16 @@ class StudyResult:
     def count(self, status: str) -> int:
         return sum(o["status"] == status for o in self.outcomes.values())
 
+    @property
+    def best(self) -> dict[str, Any] | None:
+        """The best finished trial within every constraint (the budget): its id, config,
+        objective value and metrics; None when no trial is."""
+        tr = self.optimizer.best(feasible=True)
+        if tr is None:
+            return None
+        return {"trial_id": tr.trial_id, "config": dict(tr.config), "value": tr.value,
+                "metrics": dict(tr.metrics)}
+
 
 @dataclass
 class _Session:
@@ -132,6 +161,7 @@ class StudyRunner:
                  progress: Progress | None = None, poll: float = 0.5, grace: float = 5.0,
                  clock: Callable[[], float] = time.time):
         self.cfg = cfg
+        self._trainable = ship_trainable(cfg.trainable_fn or cfg.trainable)
         self.dir = Path(cfg.output) / cfg.study
         self.state_path = self.dir / "state.json"
         self.progress = progress or Progress()
@@ -315,7 +345,7 @@ class StudyRunner:
     def _launch(self, task: Any, trial_id: int) -> None:
         opt = self.optimizer
         trial = opt.trials[trial_id]
-        ref = task.remote(self.cfg.trainable, trial.config, self.cfg.trainable_options,
+        ref = task.remote(self._trainable, trial.config, self.cfg.trainable_options,
                           self.cfg.run["seed"] + trial_id)
         self.running[ref] = Running(trial_id, trial.start_time)
 
@@ -365,7 +395,7 @@ class StudyRunner:
         config = self._reference_config()
         with self.progress.phase(f"warming up {slots} worker(s): one short {self.cfg.trainable} "
                                  "run each"):
-            refs = [warm.remote(self.cfg.trainable, config, self.cfg.trainable_options)
+            refs = [warm.remote(self._trainable, config, self.cfg.trainable_options)
                     for _ in range(slots)]
             try:
                 ray.get(refs)
@@ -383,7 +413,7 @@ class StudyRunner:
         with self.progress.phase(f"reference run for the budget on {slots} worker(s): "
                                  f"{_format_config(config)}"):
             t0 = self.clock()
-            pending = [task.remote(self.cfg.trainable, config, self.cfg.trainable_options,
+            pending = [task.remote(self._trainable, config, self.cfg.trainable_options,
                                    self.cfg.run["seed"] + 1_000_000 + i) for i in range(slots)]
             while pending:
                 ready, pending = ray.wait(pending, num_returns=1)

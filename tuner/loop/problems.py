@@ -153,7 +153,7 @@ class BudgetedTraining:
         return self.base + self.per_unit * float(config["width"])
 
     def run_time(self) -> "RunTime":
-        """The run-time model for ``tuner.run.simulator.simulate``."""
+        """The run-time model for ``tuner.loop.simulator.simulate``."""
         from .simulator import RunTime
 
         return RunTime(self.mean_run_time, self.cv)

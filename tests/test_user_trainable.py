@@ -1,0 +1,105 @@
+"""Your own training function: `trainable: module:function` in YAML (`tuner run`, real Ray in a
+subprocess, the module imported from the directory the user runs in) and `tuner.run(fn, ...)`
+from Python (the session's Ray, real MLflow); config errors that name the field."""
+
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from mlflow.tracking import MlflowClient
+
+import tuner
+from tuner.app.config import ConfigError, load_study
+from trainables import FunctionTrainable, get_trainable
+
+SPACE = {"x": {"type": "float", "low": 0.0, "high": 1.0},
+         "depth": {"type": "int", "low": 1, "high": 4}}
+USER_MODULE = '''
+import time
+
+def fit(config):
+    """A user's training function: a score that peaks at x = 0.3, depth 2."""
+    time.sleep(0.02 * config["depth"])
+    return {"score": 1.0 - (config["x"] - 0.3) ** 2 - 0.05 * abs(config["depth"] - 2),
+            "loss": (config["x"] - 0.3) ** 2}
+'''
+
+
+def fit(config):
+    """The same function, defined in this test module (shipped to the workers by value)."""
+    time.sleep(0.02 * config["depth"])
+    return {"score": 1.0 - (config["x"] - 0.3) ** 2 - 0.05 * abs(config["depth"] - 2)}
+
+
+def user_study(**kw):
+    base = {"study": "mine", "trainable": "tests_user_fit_missing:fit", "space": SPACE,
+            "objective": {"metric": "score"}}
+    return {**base, **kw}
+
+
+# --- config errors (no Ray) ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("study, words", [
+    (user_study(trainable="no_such_module_xyz:fit"), ["trainable", "no_such_module_xyz", "import"]),
+    (user_study(trainable="tuner:no_such_function"), ["trainable", "no_such_function"]),
+    (user_study(trainable="cnnn"), ["trainable", "cnn", "module:function"]),
+    ({**user_study(trainable=fit), "space": None}, ["space", "required", "fit"]),
+    ({**user_study(trainable=fit), "objective": {"mode": "max"}}, ["objective.metric", "required"]),
+    ({**user_study(trainable=fit), "trainable_options": {"epochs": 3}}, ["trainable_options", "built-in"]),
+])
+def test_user_trainable_config_errors_name_the_field(study, words):
+    with pytest.raises(ConfigError) as err:
+        load_study(study)
+    assert all(w in str(err.value) for w in words), str(err.value)
+
+
+def test_a_function_is_named_module_and_qualname_and_must_return_metrics():
+    t = get_trainable(fit)
+    assert isinstance(t, FunctionTrainable) and t.name == f"{__name__}:fit"
+    assert t({"x": 0.3, "depth": 2}) == {"score": 1.0}
+    with pytest.raises(TypeError, match="dict of metrics"):
+        get_trainable(lambda config: 0.5)({"x": 0.1})
+    cfg = load_study(user_study(trainable=fit))
+    assert cfg.trainable == f"{__name__}:fit" and cfg.trainable_fn is fit
+    assert cfg.objective["metric"] == "score"
+
+
+# --- real runs -------------------------------------------------------------------------------------
+
+@pytest.mark.slow
+def test_tuner_run_from_python_tunes_a_function_within_its_budget(ray_session, tmp_path):
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    result = tuner.run(fit, space=SPACE, objective="score", budget=2.0, trials=10,
+                       max_concurrent=2, optimizer={"n_candidates": 256, "n_local": 32},
+                       mlflow={"tracking_uri": uri}, output=str(tmp_path / "runs"))
+    assert result.status == "FINISHED" and result.count("FINISHED") == 10
+    best = result.best
+    assert best is not None and best["metrics"]["runtime"] <= 2.0
+    assert best["value"] == max(o.value for o in result.optimizer.trials)
+    assert set(best["config"]) == {"x", "depth"}
+    exp = MlflowClient(uri).get_experiment_by_name("fit")
+    runs = MlflowClient(uri).search_runs([exp.experiment_id], max_results=100)
+    assert sum("mlflow.parentRunId" in r.data.tags for r in runs) == 10
+
+
+@pytest.mark.slow
+def test_tuner_run_cli_tunes_module_function_from_yaml(tmp_path):
+    (tmp_path / "usertrain.py").write_text(textwrap.dedent(USER_MODULE))
+    config = {"study": "from-yaml", "trainable": "usertrain:fit", "space": SPACE,
+              "objective": {"metric": "score", "mode": "max"}, "budget": {"limit": 5.0},
+              "run": {"trials": 6, "max_concurrent": 2},
+              "optimizer": {"n_candidates": 256, "n_local": 32},
+              "mlflow": {"tracking_uri": f"sqlite:///{tmp_path}/mlflow.db"}}
+    (tmp_path / "study.yaml").write_text(yaml.safe_dump(config))
+    cli = Path(sys.executable).parent / "tuner"          # the console script users run
+    p = subprocess.run([str(cli), "run", "study.yaml"], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    assert "6 finished, 0 failed" in p.stdout
+    assert "best: trial" in p.stdout and "usertrain:fit" in p.stdout
+    state = (Path(tmp_path) / "tuner_runs" / "from-yaml" / "state.json")
+    assert state.exists()

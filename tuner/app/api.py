@@ -1,0 +1,65 @@
+"""``tuner.run``: tune your own training function from Python, as ``tuner run`` does from YAML.
+
+    import tuner
+
+    def fit(config):
+        ...                                   # train with config["lr"], config["depth"]
+        return {"accuracy": acc}
+
+    result = tuner.run(fit, space={"lr": {"type": "float", "low": 1e-4, "high": 0.1, "log": True},
+                                   "depth": {"type": "int", "low": 2, "high": 8}},
+                       objective="accuracy", budget="1.5x", trials=40, max_concurrent=4)
+    result.best        # {"trial_id", "config", "value", "metrics"}: the best trial within the budget
+
+Every argument is the YAML section of the same name (``configs/``, README "Study
+configuration"), validated the same way, with errors that name the field.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping
+
+from tuner.app.config import load_study
+
+
+def study_mapping(trainable: Callable[[dict], Mapping[str, Any]] | str, *,
+                  space: Mapping[str, Any], objective: str | Mapping[str, Any],
+                  budget: float | str | Mapping[str, Any] | None = None, trials: int = 30,
+                  max_concurrent: int = 2, study: str | None = None,
+                  optimizer: Mapping[str, Any] | None = None, run: Mapping[str, Any] | None = None,
+                  ray: Mapping[str, Any] | None = None, mlflow: Mapping[str, Any] | None = None,
+                  output: str = "tuner_runs") -> dict[str, Any]:
+    """The study as the mapping a YAML file would give (see ``run``)."""
+    name = study or getattr(trainable, "__name__", None) or str(trainable).rpartition(":")[2]
+    return {
+        "study": name, "trainable": trainable, "space": dict(space),
+        "objective": {"metric": objective} if isinstance(objective, str) else dict(objective),
+        "budget": None if budget is None else
+        (dict(budget) if isinstance(budget, Mapping) else {"limit": budget}),
+        "run": {"trials": trials, "max_concurrent": max_concurrent, **dict(run or {})},
+        "optimizer": dict(optimizer or {}), "ray": dict(ray or {}), "mlflow": dict(mlflow or {}),
+        "output": output,
+    }
+
+
+def run(trainable: Callable[[dict], Mapping[str, Any]] | str, *, space: Mapping[str, Any],
+        objective: str | Mapping[str, Any], budget: float | str | Mapping[str, Any] | None = None,
+        trials: int = 30, max_concurrent: int = 2, study: str | None = None,
+        optimizer: Mapping[str, Any] | None = None, run: Mapping[str, Any] | None = None,
+        ray: Mapping[str, Any] | None = None, mlflow: Mapping[str, Any] | None = None,
+        output: str = "tuner_runs", resume: bool = False, fresh: bool = False):
+    """Tune ``trainable`` (a function ``config -> {metric: value}``, or ``"module:function"``)
+    on Ray, every trial in MLflow; returns the ``StudyResult`` (``.best``: the best trial
+    within the budget).
+
+    ``objective``: the metric to maximize, or ``{metric, mode, bounds}``. ``budget``: seconds
+    per trial, a multiple of a reference run (``"1.5x"``), or ``{limit, reference, metric,
+    stop_margin}``. ``run``, ``optimizer``, ``ray``, ``mlflow``: the YAML sections.
+    """
+    from tuner.integrations.ray.orchestrator import StudyRunner
+
+    cfg = load_study(study_mapping(trainable, space=space, objective=objective, budget=budget,
+                                   trials=trials, max_concurrent=max_concurrent, study=study,
+                                   optimizer=optimizer, run=run, ray=ray, mlflow=mlflow,
+                                   output=output))
+    return StudyRunner(cfg, resume=resume, fresh=fresh).run()
