@@ -1,18 +1,33 @@
-"""tuner: asynchronous, budget-aware hyperparameter tuning with censored-feedback GP bandits."""
+"""tuner: asynchronous, budget-aware hyperparameter tuning with censored-feedback GP bandits.
 
-from tuner.core.algorithms import ALGORITHMS, get_algorithm
-from tuner.core.optimizer import PAPER_EXACT, Optimizer, Settings, Suggestion
-from tuner.core.space import Categorical, Float, Int, SearchSpace, SpaceError
+The names below are imported on first use (PEP 562), so ``tuner --help`` and ``import tuner``
+stay fast; ``tuner.run`` (tune a function on Ray) loads Ray and MLflow only when called for.
+"""
 
-__all__ = ["ALGORITHMS", "PAPER_EXACT", "get_algorithm", "Optimizer", "Settings", "Suggestion", "SearchSpace",
-           "Float", "Int", "Categorical", "SpaceError", "run"]
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_LAZY = {
+    "ALGORITHMS": "tuner.core.algorithms", "get_algorithm": "tuner.core.algorithms",
+    "PAPER_EXACT": "tuner.core.optimizer", "Optimizer": "tuner.core.optimizer",
+    "Settings": "tuner.core.optimizer", "Suggestion": "tuner.core.optimizer",
+    "SearchSpace": "tuner.core.space", "Float": "tuner.core.space", "Int": "tuner.core.space",
+    "Categorical": "tuner.core.space", "SpaceError": "tuner.core.space",
+    "run": "tuner.app.api",
+}
+__all__ = sorted(_LAZY)
 __version__ = "0.1.0"
 
 
-def __getattr__(name: str):
-    """``tuner.run`` (tune a function on Ray) is imported on first use: ``import tuner`` stays
-    free of Ray and MLflow."""
-    if name == "run":
-        from .app.api import run
-        return run
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
     raise AttributeError(f"module 'tuner' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

@@ -18,9 +18,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from typing import TYPE_CHECKING
+
 import yaml
 
-from tuner.core.optimizer import Settings
+if TYPE_CHECKING:
+    from tuner.core.optimizer import Settings
 
 
 class ConfigError(ValueError):
@@ -96,6 +99,8 @@ def optimizer_settings(data: Any) -> Settings:
         if not (isinstance(b, (list, tuple)) and len(b) == 2):
             raise ConfigError(f"optimizer.objective_bounds: expected [low, high], got {b!r}")
     try:
+        from tuner.core.optimizer import Settings   # scipy: imported when a config is read
+
         s = Settings.from_dict(data)
         s.validate()
     except (TypeError, ValueError) as exc:

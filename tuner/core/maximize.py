@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import numpy as np
 from scipy.optimize import minimize
-from scipy.stats import qmc
 
 from .acquisition import EstimateFn
 from .gp import blas_threads
@@ -28,6 +27,7 @@ def candidate_set(space: SearchSpace, rng: np.random.Generator, n_sobol: int,
     # An integer seed, not the Generator: scipy spawns child generators from the seed sequence,
     # which the saved bit-generator state does not capture (a loaded optimizer would diverge).
     seed = int(rng.integers(2 ** 63))
+    from scipy.stats import qmc   # scipy.stats costs 0.7 s to import: only on first use
     sobol = qmc.Sobol(space.dim, scramble=True, seed=seed).random(n_sobol)
     parts = [sobol]
     if incumbents is not None and len(incumbents) and n_local:
