@@ -2,6 +2,7 @@
 subprocess, the module imported from the directory the user runs in) and `tuner.run(fn, ...)`
 from Python (the session's Ray, real MLflow); config errors that name the field."""
 
+import json
 import subprocess
 import sys
 import textwrap
@@ -81,9 +82,19 @@ def test_tuner_run_from_python_tunes_a_function_within_its_budget(ray_session, t
     assert best is not None and best["metrics"]["runtime"] <= 2.0
     assert best["value"] == max(o.value for o in result.optimizer.trials)
     assert set(best["config"]) == {"x", "depth"}
-    exp = MlflowClient(uri).get_experiment_by_name("fit")
-    runs = MlflowClient(uri).search_runs([exp.experiment_id], max_results=100)
-    assert sum("mlflow.parentRunId" in r.data.tags for r in runs) == 10
+    # what a user takes away: best.json / best.yaml, the parent run's best.json, over_budget tags
+    saved = json.loads((result.directory / "best.json").read_text())
+    assert saved == yaml.safe_load((result.directory / "best.yaml").read_text())
+    assert saved["trial"] == best["trial_id"] and saved["config"] == best["config"]
+    assert saved["within_budget"] is True and saved["score"] == best["value"]
+    client = MlflowClient(uri)
+    exp = client.get_experiment_by_name("fit")
+    runs = client.search_runs([exp.experiment_id], max_results=100)
+    children = [r for r in runs if "mlflow.parentRunId" in r.data.tags]
+    assert len(children) == 10 and all(r.data.tags["over_budget"] == "0" for r in children)
+    parent = next(r for r in runs if "mlflow.parentRunId" not in r.data.tags)
+    local = client.download_artifacts(parent.info.run_id, "best.json", str(tmp_path))
+    assert json.loads(Path(local).read_text()) == saved
 
 
 @pytest.mark.slow

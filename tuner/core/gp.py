@@ -21,7 +21,7 @@ from scipy.linalg import cho_solve, cholesky, lapack, solve_triangular
 from scipy.optimize import minimize
 from threadpoolctl import ThreadpoolController
 
-from .kernels import Kernel, scaled_sqdist
+from .kernels import Kernel
 
 JITTER = 1e-10
 BLAS_THREADS = 1

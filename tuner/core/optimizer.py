@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Mapping
@@ -31,6 +30,7 @@ from .gp import Hyperparameters, Posterior
 from .kernels import make_kernel
 from .maximize import maximize, candidate_set
 from .model import CensoredModel, soft_view
+from .persist import write_json
 from .space import SearchSpace
 
 CENSORING = ("hard", "soft")
@@ -655,11 +655,7 @@ class Optimizer:
 
     def save(self, path: str | os.PathLike) -> None:
         """Write the state as JSON atomically (a crash never leaves half a file)."""
-        path = os.fspath(path)
-        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), suffix=".tmp")
-        with os.fdopen(fd, "w") as fh:
-            json.dump(self.state_dict(), fh)
-        os.replace(tmp, path)
+        write_json(path, self.state_dict())
 
     @classmethod
     def from_state(cls, state: Mapping[str, Any], *, clock: Callable[[], float] = time.time,

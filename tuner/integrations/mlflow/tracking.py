@@ -61,6 +61,8 @@ from mlflow.utils.validation import (MAX_ENTITIES_PER_BATCH, MAX_ENTITY_KEY_LENG
                                      MAX_PARAM_VAL_LENGTH, MAX_PARAMS_TAGS_PER_BATCH,
                                      MAX_TAG_VAL_LENGTH)
 
+from tuner.core.persist import write_atomic
+
 log = logging.getLogger(__name__)
 
 DEFAULT_TRACKING_URI = "sqlite:///mlflow.db"
@@ -160,29 +162,6 @@ def _permanent(exc: BaseException) -> bool:
     404, a locked database) may pass later."""
     return isinstance(exc, _Rejected) or (isinstance(exc, MlflowException)
                                           and exc.error_code in PERMANENT_ERRORS)
-
-
-def _fsync_dir(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
-    _fsync_dir(path.parent)
 
 
 class StudyTracker:
@@ -413,7 +392,7 @@ class StudyTracker:
 
     def _rewrite_spool(self) -> None:
         if self._queue:
-            _write_atomic(self.spool_path, "".join(json.dumps(op) + "\n" for op in self._queue))
+            write_atomic(self.spool_path, "".join(json.dumps(op) + "\n" for op in self._queue))
         else:
             self.spool_path.unlink(missing_ok=True)
             shutil.rmtree(self.dir / SPOOL_FILES_DIR, ignore_errors=True)
@@ -490,7 +469,7 @@ class StudyTracker:
         return self._state["parents"].setdefault(key, {"run_id": None, "experiment_id": None})
 
     def _save_state(self) -> None:
-        _write_atomic(self._state_path, json.dumps(self._state, indent=1))
+        write_atomic(self._state_path, json.dumps(self._state, indent=1))
 
     def _resolve(self, resume_run_id: str | None) -> str:
         """The local key of the parent run to log to (new, pending or an existing MLflow run)."""

@@ -35,12 +35,10 @@ from __future__ import annotations
 import csv
 import json
 import math
-import os
 import shutil
 import signal
 import sys
 import socket
-import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -54,6 +52,7 @@ from ray import exceptions as rex
 from tuner.core.censoring import COMPLETED, RUNNING
 from tuner.app.config import ConfigError, StudyConfig
 from tuner.core.optimizer import Optimizer
+from tuner.core.persist import write_atomic, write_json
 from tuner.app.progress import Progress, Snapshot, summary_table
 from tuner.core.space import SearchSpace
 
@@ -227,10 +226,7 @@ class StudyRunner:
                  "optimizer": self.optimizer.state_dict(),
                  "session": {"elapsed_before": self.elapsed(), "busy_seconds": self.session.busy_seconds,
                              "outcomes": self.session.outcomes, "run_id": self.session.run_id}}
-        fd, tmp = tempfile.mkstemp(dir=self.dir, suffix=".tmp")
-        with os.fdopen(fd, "w") as fh:
-            json.dump(state, fh, default=str)
-        os.replace(tmp, self.state_path)
+        write_json(self.state_path, state, default=str)
 
     def _start_tracking(self) -> float:
         """Import MLflow, open the store and start (or reopen) the parent run; returns the seconds
@@ -514,6 +510,8 @@ class StudyRunner:
                 metrics[f"g_{c.metric}"] = g
         tags = {"trial_id": str(trial_id), "status": out["status"],
                 "pending_at_suggest": str(tr.pending_at_suggest)}
+        if self.cfg.budget is not None:
+            tags["over_budget"] = str(int(self._over_budget(trial_id)))
         for key in ("node", "host", "reason"):
             if out.get(key):
                 tags[key] = str(out[key])
@@ -614,6 +612,14 @@ class StudyRunner:
         table = self.dir / "trials.csv"
         rows = self._write_table(table)
         paths = [table]
+        key, sign = self.cfg.objective["metric"], 1 if self.cfg.objective["mode"] == "max" else -1
+        finished = [r for r in rows if r["status"] == FINISHED]
+        # within the budget first, then by score; with none finished, the fastest runs
+        top = (sorted(finished, key=lambda r: (r["over_budget"], -sign * r[key])) if finished
+               else sorted(rows, key=lambda r: r["runtime"] if r["runtime"] is not None
+                           else math.inf))[:10]
+        if finished:
+            paths += self._write_best(top[0])
         try:
             from tuner.app.plots import study_plots
 
@@ -629,12 +635,6 @@ class StudyRunner:
         unlogged = self.tracker.finish(FINISHED if status == FINISHED else KILLED)
         self.session.run_id = self.tracker.run_id or self.session.run_id   # real id once known
         self._save()
-        key, sign = self.cfg.objective["metric"], 1 if self.cfg.objective["mode"] == "max" else -1
-        finished = [r for r in rows if r["status"] == FINISHED]
-        # within the budget first, then by score; with none finished, the fastest runs
-        top = (sorted(finished, key=lambda r: (r["over_budget"], -sign * r[key])) if finished
-               else sorted(rows, key=lambda r: r["runtime"] if r["runtime"] is not None
-                           else math.inf))[:10]
         cols = ["trial", "status", key, "runtime", "over_budget", *self.cfg.space]
         if top:
             self.progress.message("\n" + summary_table(top, cols))
@@ -651,6 +651,23 @@ class StudyRunner:
         return StudyResult(status, self.optimizer, self.session.outcomes, self.session.run_id,
                            self.dir, elapsed, snap.utilization, unlogged,
                            None if finished else self._diagnosis())
+
+    def _write_best(self, row: Mapping[str, Any]) -> list[Path]:
+        """best.json and best.yaml in the study folder (and best.json in the MLflow parent run):
+        the best finished trial, within the budget if any is."""
+        import yaml
+
+        tr, key = self.optimizer.trials[row["trial"]], self.cfg.objective["metric"]
+        best = {"study": self.cfg.study, "trial": tr.trial_id,
+                "within_budget": not row["over_budget"], key: tr.value,
+                "config": dict(tr.config), "metrics": dict(tr.metrics)}
+        if self.cfg.budget:
+            best["budget_seconds"] = self.cfg.budget["seconds"]
+        paths = [self.dir / "best.json", self.dir / "best.yaml"]
+        write_json(paths[0], best, indent=1)
+        write_atomic(paths[1], yaml.safe_dump(best, sort_keys=False))
+        self.tracker.log_dict(best, "best.json")
+        return paths
 
     def _best_line(self, row: Mapping[str, Any]) -> str:
         """The best trial: the best within the budget, else the best over it, marked so."""

@@ -62,8 +62,6 @@ import json
 import logging
 import math
 import numbers
-import os
-import tempfile
 import time
 from typing import Any, Callable, Mapping
 
@@ -74,6 +72,7 @@ from ray.tune.search.variant_generator import parse_spec_vars
 from ray.util.debug import log_once
 
 from tuner.core.optimizer import Optimizer, Settings
+from tuner.core.persist import write_atomic
 from tuner.core.space import Categorical, Float, Int, SearchSpace, SpaceError
 from .tune_space import from_tune
 
@@ -397,17 +396,7 @@ class TunerSearch(Searcher):
         except (TypeError, ValueError) as exc:
             raise TypeError(f"TunerSearch state is not JSON-serializable ({exc}); use "
                             "JSON-compatible choices and points_to_evaluate") from exc
-        path = os.fspath(checkpoint_path)
-        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)),
-                                   prefix=".tuner_search-", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w") as fh:
-                fh.write(text)
-            os.replace(tmp, path)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
+        write_atomic(checkpoint_path, text)
 
     def restore(self, checkpoint_path: str) -> None:
         with open(checkpoint_path) as fh:
