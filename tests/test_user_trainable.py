@@ -14,6 +14,7 @@ import yaml
 from mlflow.tracking import MlflowClient
 
 import tuner
+from tuner.app.cli import main as cli_main
 from tuner.app.config import ConfigError, load_study
 from trainables import FunctionTrainable, get_trainable
 
@@ -72,7 +73,7 @@ def test_a_function_is_named_module_and_qualname_and_must_return_metrics():
 # --- real runs -------------------------------------------------------------------------------------
 
 @pytest.mark.slow
-def test_tuner_run_from_python_tunes_a_function_within_its_budget(ray_session, tmp_path):
+def test_tuner_run_from_python_tunes_a_function_within_its_budget(ray_session, tmp_path, capsys):
     uri = f"sqlite:///{tmp_path}/mlflow.db"
     result = tuner.run(fit, space=SPACE, objective="score", budget=2.0, trials=10,
                        max_concurrent=2, optimizer={"n_candidates": 256, "n_local": 32},
@@ -95,6 +96,18 @@ def test_tuner_run_from_python_tunes_a_function_within_its_budget(ray_session, t
     parent = next(r for r in runs if "mlflow.parentRunId" not in r.data.tags)
     local = client.download_artifacts(parent.info.run_id, "best.json", str(tmp_path))
     assert json.loads(Path(local).read_text()) == saved
+    # tuner list / show / best read the study folder alone
+    out = str(tmp_path / "runs")
+    capsys.readouterr()
+    assert cli_main(["list", "--output", out]) == 0
+    listed = capsys.readouterr().out.splitlines()
+    assert listed[2].split()[:4] == ["fit", f"{__name__}:fit", "10", "10"]
+    assert cli_main(["best", "fit", "--output", out, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == saved
+    assert cli_main(["show", "fit", "--output", out]) == 0
+    shown = capsys.readouterr().out
+    assert "best_trial" not in shown and f"trial: {saved['trial']}" in shown
+    assert cli_main(["best", "nope", "--output", out]) == 2
 
 
 @pytest.mark.slow

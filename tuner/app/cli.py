@@ -78,6 +78,22 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _studies(args: argparse.Namespace) -> int:
+    from tuner.app import studies
+
+    try:
+        if args.command == "list":
+            print(studies.list_text(args.output))
+        elif args.command == "show":
+            print(studies.show_text(args.output, args.study))
+        else:
+            print(studies.best_text(args.output, args.study, args.json))
+    except studies.StudyNotFound as exc:
+        print(f"tuner: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
 def _plot_regret(regret: np.ndarray, path: Path, study: str, algorithm: str) -> None:
     import matplotlib
     matplotlib.use("Agg")
@@ -127,6 +143,16 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--seed", type=int, help="override the seeds")
     s.add_argument("--out", default="tuner_runs", help="output folder (default: tuner_runs)")
     s.set_defaults(func=_simulate)
+    for name, text in (("list", "the studies in an output folder, with their best results"),
+                       ("show", "one study: its best trials, the ones that did not finish, the best"),
+                       ("best", "one study's best trial (best.yaml; --json for JSON)")):
+        c = sub.add_parser(name, help=text)
+        if name != "list":
+            c.add_argument("study", help="the study's name (its folder under --output)")
+        if name == "best":
+            c.add_argument("--json", action="store_true", help="print JSON instead of YAML")
+        c.add_argument("--output", default="tuner_runs", help="output folder (default: tuner_runs)")
+        c.set_defaults(func=_studies)
     # listed for --help; main() hands everything after "bench" to benchmarks.compare
     sub.add_parser("bench", help="the side-by-side benchmark against Optuna, Syne Tune and random "
                    "search on one simulated worker pool (benchmarks.compare; try --quick, --help)")
