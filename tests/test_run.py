@@ -88,6 +88,11 @@ def test_every_trial_once_in_mlflow_and_in_the_optimizer(ray_session, tmp_path):
     assert {"config.json", "trials.csv"} <= artifacts
     assert (result.directory / "trials.csv").read_text().count("\n") == 13
     assert f"{result.count('FINISHED')} finished" in printed
+    # the summary lists the trials that did not finish, with their reasons
+    failed = [t for t, o in result.outcomes.items() if o["status"] == "FAILED"]
+    assert 0 < len(failed) < 12                   # the study's x > 0.8 region was tried
+    assert "not finished:" in printed
+    assert f"trial {failed[0]}: FAILED, " in printed and "RuntimeError: diverged" in printed
 
 
 def test_a_trial_past_its_budget_is_stopped_and_counts_as_a_violation(ray_session, tmp_path):

@@ -638,6 +638,11 @@ class StudyRunner:
         cols = ["trial", "status", key, "runtime", "over_budget", *self.cfg.space]
         if top:
             self.progress.message("\n" + summary_table(top, cols))
+        others = [r for r in rows if r["status"] != FINISHED]
+        if others and finished:
+            shown = [f"  trial {r['trial']}: {r['status']}, {r['reason'] or '-'}" for r in others[:10]]
+            more = [f"  ... and {len(others) - 10} more in trials.csv"] if len(others) > 10 else []
+            self.progress.message("\nnot finished:\n" + "\n".join(shown + more))
         self.progress.message("\n" + (self._best_line(top[0]) if finished else
                                       f"no trial finished: {self._diagnosis()}"))
         self.progress.message(
