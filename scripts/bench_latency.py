@@ -25,7 +25,6 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tuner import PAPER_EXACT, Optimizer, Settings  # noqa: E402
 

@@ -52,7 +52,6 @@ import argparse  # noqa: E402
 import csv  # noqa: E402
 import itertools  # noqa: E402
 import math  # noqa: E402
-import sys  # noqa: E402
 import time  # noqa: E402
 from dataclasses import dataclass  # noqa: E402
 from functools import lru_cache  # noqa: E402
@@ -63,7 +62,6 @@ from typing import Any, Callable, Iterable, Mapping  # noqa: E402
 import numpy as np  # noqa: E402
 from scipy.stats import qmc, wilcoxon  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tuner import PAPER_EXACT, Optimizer, Settings  # noqa: E402
 

@@ -50,7 +50,6 @@ from typing import Any, Mapping  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tuner import PAPER_EXACT, Optimizer, Settings  # noqa: E402
 from tuner.loop.problems import gp_sample_1d  # noqa: E402
