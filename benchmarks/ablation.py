@@ -128,7 +128,7 @@ def table(cells: dict[Cell, list], methods: Sequence[str]) -> list[str]:
 def write(compare_runs: Path, ablation_dir: Path, methods: Sequence[str] | None = None) -> Path:
     cells = load(compare_runs, ablation_dir)
     present = list(dict.fromkeys(m for _, _, m in cells))
-    methods = [m for m in (methods or ["paper", *ABLATION, "tuner"]) if m in present]
+    methods = [m for m in (methods or ["paper", *ABLATION, "tuner-cbo", "tuner"]) if m in present]
     lines = ["# Method ablation", "",
              "Each variant on the side-by-side harness (`python -m benchmarks.ablation`). Per "
              "(problem, W, horizon fraction) pair: is the variant's median best feasible score "
