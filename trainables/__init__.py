@@ -37,7 +37,7 @@ class Trainable:
 
     def __call__(self, config: Mapping[str, Any], options: Mapping[str, Any] | None = None,
                  seed: int = 0) -> dict[str, float]:
-        opts = resolve(self.name, self.option_specs, options)
+        opts = self.resolve_options(options)
         cfg = self.check_config(config)
         try:
             seed = integer(0)(seed)
@@ -47,6 +47,11 @@ class Trainable:
         delay = inject_delay(opts["delay"], opts["delay_mean"], opts["delay_unit"], seed)
         return {"accuracy": float(accuracy), "train_time": float(train_time),
                 "injected_delay": float(delay)}
+
+    def resolve_options(self, options: Mapping[str, Any] | None) -> dict[str, Any]:
+        """The run options with defaults filled in and paths made absolute; unknown keys or bad
+        values raise ``ValueError`` naming the field and what is allowed."""
+        return resolve(self.name, self.option_specs, options)
 
     def check_config(self, config: Mapping[str, Any]) -> dict[str, Any]:
         """The configuration with values normalized (e.g. a whole float batch size to int);
@@ -102,6 +107,12 @@ class FunctionTrainable:
             raise TypeError(f"trainable {self.name} must return numbers as metric values "
                             f"(got {dict(out)!r})") from None
 
+    def resolve_options(self, options: Mapping[str, Any] | None) -> dict[str, Any]:
+        if options:
+            raise ValueError(f"trainable_options are for the built-in trainables; {self.name} "
+                             f"gets only its config (got {dict(options)!r})")
+        return {}
+
     def check_config(self, config: Mapping[str, Any]) -> dict[str, Any]:
         return dict(config)
 
@@ -149,15 +160,8 @@ def get_trainable(name: str | Callable) -> Trainable | FunctionTrainable:
 
 
 def validate_options(name: str | Callable, options: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The trainable's options with defaults filled in and paths made absolute; unknown keys
-    or bad values raise ``ValueError`` naming the field and what is allowed."""
-    trainable = get_trainable(name)
-    if isinstance(trainable, FunctionTrainable):
-        if options:
-            raise ValueError(f"trainable_options are for the built-in trainables; {trainable.name} "
-                             f"gets only its config (got {dict(options)!r})")
-        return {}
-    return resolve(trainable.name, trainable.option_specs, options)
+    """``get_trainable(name).resolve_options(options)``."""
+    return get_trainable(name).resolve_options(options)
 
 
 __all__ = ["Trainable", "FunctionTrainable", "TRAINABLES", "function_name", "get_trainable",

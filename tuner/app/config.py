@@ -16,9 +16,7 @@ import os
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Mapping
-
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 import yaml
 
@@ -257,7 +255,7 @@ class StudyConfig:
     ray: dict[str, Any]
     mlflow: dict[str, Any]
     output: str
-    trainable_fn: Callable[..., Any] | None = field(default=None, repr=False)  # tuner.run(fn, ...)
+    trainable_fn: Callable[..., Any] | None = field(default=None, repr=False)  # a user's function
 
     @property
     def experiment(self) -> str:
@@ -287,7 +285,7 @@ def load_study(source: str | Path | Mapping[str, Any],
                overrides: Mapping[str, Any] | None = None) -> StudyConfig:
     """Read and validate a study (a YAML path or a mapping); ``overrides`` are command-line flags
     (``RUN_OVERRIDES`` names them), applied before validation so their errors name the field."""
-    from trainables import function_name, get_trainable, validate_options
+    from trainables import FunctionTrainable, function_name, get_trainable
 
     data = dict(source) if isinstance(source, Mapping) else read_yaml(source)
     default_name = "study" if isinstance(source, Mapping) else Path(source).stem
@@ -311,9 +309,11 @@ def load_study(source: str | Path | Mapping[str, Any],
     study = top["study"] or default_name
     try:
         trainable = get_trainable(fn or top["trainable"])
-        options = validate_options(fn or trainable.name, top["trainable_options"] or {})
+        options = trainable.resolve_options(top["trainable_options"] or {})
     except ValueError as exc:
         raise ConfigError(f"trainable: {exc}") from exc
+    if isinstance(trainable, FunctionTrainable):   # a Python function or an imported module:function
+        fn = trainable.fn
     if trainable.space is None and not top["space"]:
         raise ConfigError(f"space: required with your own trainable {trainable.name}, e.g. "
                           "space: {lr: {type: float, low: 1.0e-4, high: 0.1, log: true}}")

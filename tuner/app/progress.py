@@ -67,6 +67,26 @@ class Progress:
         print(f"  done in {time.perf_counter() - t0:.1f} s", file=self.stream, flush=True)
 
 
+def rank_finished(rows: Sequence[dict[str, Any]], metric: str, mode: str) -> list[dict[str, Any]]:
+    """The finished rows of a trial table, those within the budget first, then by score."""
+    sign = 1 if mode == "max" else -1
+    done = [r for r in rows if r["status"] == "FINISHED" and r.get(metric) is not None]
+    return sorted(done, key=lambda r: (bool(r.get("over_budget")), -sign * r[metric]))
+
+
+def not_finished(rows: Sequence[dict[str, Any]], limit: int | None = None) -> str:
+    """The rows of a trial table that did not finish, one line each with the reason ('' if
+    none); past ``limit`` lines, a count of the rest."""
+    others = [r for r in rows if r["status"] != "FINISHED"]
+    if not others:
+        return ""
+    shown = others if limit is None else others[:limit]
+    lines = [f"  trial {r['trial']}: {r['status']}, {r.get('reason') or '-'}" for r in shown]
+    if len(others) > len(shown):
+        lines.append(f"  ... and {len(others) - len(shown)} more in trials.csv")
+    return "not finished:\n" + "\n".join(lines)
+
+
 def summary_table(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> str:
     """A fixed-width text table (numbers with 4 significant decimals)."""
 

@@ -6,27 +6,66 @@ from __future__ import annotations
 
 import csv
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tuner.app.progress import summary_table
+from tuner.app.progress import not_finished, rank_finished, summary_table
 
 
 class StudyNotFound(ValueError):
     pass
 
 
-def study_dirs(output: str | Path) -> list[Path]:
-    root = Path(output)
-    return sorted(p.parent for p in root.glob("*/state.json")) if root.is_dir() else []
+@dataclass
+class Folder:
+    """One study's folder, each file read once."""
 
+    path: Path
+    config: dict[str, Any]               # state.json's resolved config
+    outcomes: dict[str, Any]             # state.json's trial outcomes
+    rows: list[dict[str, Any]]           # trials.csv, numbers parsed ([] before it exists)
+    best_file: dict[str, Any] | None     # best.json
 
-def find(output: str | Path, name: str) -> Path:
-    d = Path(output) / name
-    if not (d / "state.json").exists():
-        names = [p.name for p in study_dirs(output)]
-        raise StudyNotFound(f"no study {name!r} in {output}/; studies there: {names or 'none'}")
-    return d
+    @classmethod
+    def read(cls, path: Path) -> "Folder":
+        state = json.loads((path / "state.json").read_text())
+        rows = []
+        if (path / "trials.csv").exists():
+            with (path / "trials.csv").open() as fh:
+                rows = [{k: (v if k in ("status", "reason", "node") else _number(v))
+                         for k, v in r.items()} for r in csv.DictReader(fh)]
+        best = json.loads((path / "best.json").read_text()) if (path / "best.json").exists() else None
+        return cls(path, state["config"], state["session"]["outcomes"], rows, best)
+
+    @property
+    def metric(self) -> str:
+        return self.config["objective"]["metric"]
+
+    def ranked(self) -> list[dict[str, Any]]:
+        """The finished trials, within the budget first, then by score."""
+        return rank_finished(self.rows, self.metric, self.config["objective"]["mode"])
+
+    def best(self) -> dict[str, Any] | None:
+        """best.json, or for a study written before it existed, the top of ``trials.csv``."""
+        if self.best_file is not None:
+            return self.best_file
+        top = self.ranked()
+        if not top:
+            return None
+        return {"study": self.path.name, "trial": top[0]["trial"],
+                "within_budget": not top[0].get("over_budget"), self.metric: top[0][self.metric],
+                "config": {k: top[0][k] for k in self.config["space"]}}
+
+    def overview(self) -> dict[str, Any]:
+        """One line's worth: the study's trainable, trial counts and best result."""
+        statuses = [o["status"] for o in self.outcomes.values()]
+        b = self.best()
+        return {"study": self.path.name, "trainable": self.config["trainable"],
+                "trials": len(statuses), "finished": statuses.count("FINISHED"),
+                "metric": self.metric, "best": None if b is None else b.get(self.metric),
+                "best_trial": None if b is None else b["trial"],
+                "within_budget": None if b is None else b["within_budget"]}
 
 
 def _number(v: str) -> Any:
@@ -40,49 +79,21 @@ def _number(v: str) -> Any:
     return v
 
 
-def ranked(d: Path) -> list[dict[str, Any]]:
-    """The finished trials of ``trials.csv``, within the budget first, then by score."""
-    table = d / "trials.csv"
-    if not table.exists():
-        return []
-    state = json.loads((d / "state.json").read_text())
-    key, sign = state["config"]["objective"]["metric"], 1 if state["config"]["objective"]["mode"] == "max" else -1
-    with table.open() as fh:
-        rows = [{k: (v if k in ("status", "reason", "node") else _number(v)) for k, v in r.items()}
-                for r in csv.DictReader(fh)]
-    done = [r for r in rows if r["status"] == "FINISHED" and r.get(key) is not None]
-    return sorted(done, key=lambda r: (r.get("over_budget") == 1, -sign * r[key]))
+def study_dirs(output: str | Path) -> list[Path]:
+    root = Path(output)
+    return sorted(p.parent for p in root.glob("*/state.json")) if root.is_dir() else []
 
 
-def best(d: Path) -> dict[str, Any] | None:
-    """best.json, or for a study written before it existed, the top of ``trials.csv``."""
-    if (d / "best.json").exists():
-        return json.loads((d / "best.json").read_text())
-    top = ranked(d)
-    if not top:
-        return None
-    state = json.loads((d / "state.json").read_text())
-    key, space = state["config"]["objective"]["metric"], state["config"]["space"]
-    return {"study": d.name, "trial": int(top[0]["trial"]), "within_budget": top[0].get("over_budget") != 1,
-            key: top[0][key], "config": {k: top[0][k] for k in space}}
-
-
-def overview(d: Path) -> dict[str, Any]:
-    """One line's worth: the study's trainable, trial counts and best result."""
-    state = json.loads((d / "state.json").read_text())
-    cfg, outcomes = state["config"], state["session"]["outcomes"]
-    statuses = [o["status"] for o in outcomes.values()]
-    best_ = best(d)
-    metric = cfg["objective"]["metric"]
-    return {"study": d.name, "trainable": cfg["trainable"], "trials": len(statuses),
-            "finished": statuses.count("FINISHED"), "metric": metric,
-            "best": None if best_ is None else best_.get(metric),
-            "best_trial": None if best_ is None else best_["trial"],
-            "within_budget": None if best_ is None else best_["within_budget"]}
+def find(output: str | Path, name: str) -> Folder:
+    d = Path(output) / name
+    if not (d / "state.json").exists():
+        names = [p.name for p in study_dirs(output)]
+        raise StudyNotFound(f"no study {name!r} in {output}/; studies there: {names or 'none'}")
+    return Folder.read(d)
 
 
 def list_text(output: str | Path) -> str:
-    rows = [overview(d) for d in study_dirs(output)]
+    rows = [Folder.read(d).overview() for d in study_dirs(output)]
     if not rows:
         return f"no studies in {output}/ (tuner run writes them there)"
     for r in rows:
@@ -93,27 +104,28 @@ def list_text(output: str | Path) -> str:
 
 
 def show_text(output: str | Path, name: str, top: int = 10) -> str:
-    d = find(output, name)
-    o = overview(d)
+    f = find(output, name)
+    o = f.overview()
     lines = [f"study {o['study']}: {o['trainable']}, {o['finished']} of {o['trials']} trials "
-             f"finished ({d}/)"]
-    if (d / "trials.csv").exists():
-        state = json.loads((d / "state.json").read_text())
-        cols = ["trial", "status", o["metric"], "runtime", "over_budget", *state["config"]["space"]]
-        lines += ["", summary_table(ranked(d)[:top], cols)]
-        with (d / "trials.csv").open() as fh:
-            failed = [r for r in csv.DictReader(fh) if r["status"] != "FINISHED"]
-        if failed:
-            lines += ["", "not finished:"] + [f"  trial {r['trial']}: {r['status']}, {r.get('reason') or '-'}"
-                                              for r in failed]
-    lines += ["", best_text(output, name)]
+             f"finished ({f.path}/)"]
+    if f.rows:
+        cols = ["trial", "status", f.metric, "runtime", "over_budget", *f.config["space"]]
+        lines += ["", summary_table(f.ranked()[:top], cols)]
+        others = not_finished(f.rows)
+        if others:
+            lines += ["", others]
+    lines += ["", _best_text(f)]
     return "\n".join(lines)
 
 
 def best_text(output: str | Path, name: str, as_json: bool = False) -> str:
-    b = best(find(output, name))
+    return _best_text(find(output, name), as_json)
+
+
+def _best_text(f: Folder, as_json: bool = False) -> str:
+    b = f.best()
     if b is None:
-        return f"study {name}: no trial finished yet"
+        return f"study {f.path.name}: no trial finished yet"
     if as_json:
         return json.dumps(b, indent=1)
     import yaml

@@ -303,7 +303,7 @@ class Posterior:
         the 2k best-bounded candidates is dropped (it cannot be among the k largest).
         """
         gp = self.var_gp
-        if gp.n < 2 * PRUNE_BLOCK or len(U) <= 8 * k or U is gp.anchor:
+        if not _pruning_pays(gp, U, k):
             mean, var = self.predict(U)
             return mean + weight * np.sqrt(var)
         K = gp.k(gp.X, U)
@@ -397,7 +397,7 @@ class SoftCensoredPosterior:
         """As ``Posterior.shifted_top``: the rows of L_d bound sigma from above (the censored
         block only lowers it), and survivors get the block's rows at the end."""
         gp = self.var_gp
-        if gp.n < 2 * PRUNE_BLOCK or len(U) <= 8 * k or U is gp.anchor:
+        if not _pruning_pays(gp, U, k):
             mean, var = self.predict(U)
             return mean + weight * np.sqrt(var)
         K = gp.k(gp.X, U)
@@ -409,6 +409,12 @@ class SoftCensoredPosterior:
         out = np.full(len(U), -np.inf)
         out[cols] = mean[cols] + weight * np.sqrt(np.maximum(gp.hyper.amplitude - ssq[cols], 0.0))
         return out
+
+
+def _pruning_pays(gp: GaussianProcess, U: np.ndarray, k: int) -> bool:
+    """Bounding sigma row block by row block beats one full solve: many inputs, many
+    candidates, and not the anchor set (whose full solve is cached)."""
+    return gp.n >= 2 * PRUNE_BLOCK and len(U) > 8 * k and U is not gp.anchor
 
 
 def _pruned_rows(gp: GaussianProcess, K: np.ndarray, mean: np.ndarray, weight: float, k: int,

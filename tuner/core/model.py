@@ -3,7 +3,7 @@
 * ``gp_all``: a GP over every started trial (inputs appended at suggest time, in start order);
   censoring (001 eq. 1, 004 §5) gives pending trials a fixed target (hard censoring: the same
   noise as a result);
-* ``soft``: ``gp_done`` plus the censored entries as one block at a noise of their own
+* ``soft_view``: ``gp_done`` plus the censored entries as one block at a noise of their own
   (soft censoring, ``SoftCensoredPosterior``);
 * ``gp_done``: a GP over usable results only (in arrival order), for the baselines that ignore
   pending trials (mean and variance) or hallucinate them (mean only);
@@ -88,12 +88,6 @@ class CensoredModel:
         only; hallucinate: mean from usable results, variance from all started trials."""
         return _view(pending, self.gp_all, y_all, self.gp_done, y_done)
 
-    def soft(self, y_done: np.ndarray, Xc: np.ndarray, yc: np.ndarray,
-             noise_frac: float) -> Posterior | SoftCensoredPosterior:
-        """Soft censoring: the usable results (``gp_done``, arrival order) at the fitted noise,
-        the censored entries ``Xc`` with targets ``yc`` at noise ``noise_frac`` x amplitude."""
-        return soft_view(self.gp_done, y_done, Xc, yc, noise_frac)
-
     def recent(self, pending: str, X_all: np.ndarray, y_all: np.ndarray, X_done: np.ndarray,
                y_done: np.ndarray) -> Posterior:
         """``posterior`` as if only these inputs existed (sliding window: 004 App. D, posterior
@@ -139,6 +133,8 @@ def _view(pending: str, gp_all: GaussianProcess, y_all: np.ndarray | None,
 
 def soft_view(gp_done: GaussianProcess, y_done: np.ndarray, Xc: np.ndarray, yc: np.ndarray,
               noise_frac: float) -> Posterior | SoftCensoredPosterior:
+    """Soft censoring: the usable results (``gp_done``) at the fitted noise, the censored
+    entries ``Xc`` with targets ``yc`` at noise ``noise_frac`` x amplitude."""
     if len(Xc) == 0:
         return Posterior(gp_done, y_done, gp_done)
     return SoftCensoredPosterior(gp_done, y_done, Xc, yc, noise_frac * gp_done.hyper.amplitude)

@@ -91,12 +91,11 @@ class Settings:
             raise ValueError(f"prior_mean must be one of ['zero', 'mean'] (got {self.prior_mean!r})")
         if self.censoring not in CENSORING:
             raise ValueError(f"censoring must be one of {list(CENSORING)} (got {self.censoring!r})")
-        for name in ("censor_noise",):
-            if isinstance(getattr(self, name), bool) or not float(getattr(self, name)) > 0:
-                raise ValueError(f"{name} must be > 0 (got {getattr(self, name)!r})")
+        if isinstance(self.censor_noise, bool) or not float(self.censor_noise) > 0:
+            raise ValueError(f"censor_noise must be > 0 (got {self.censor_noise!r})")
         if not 0.0 <= float(self.delay_lambda_power) <= 1.0:
             raise ValueError(f"delay_lambda_power must be in [0, 1] (got {self.delay_lambda_power!r})")
-        if isinstance(self.n_initial, str) and self.n_initial != "auto":
+        if self.n_initial != "auto" and (isinstance(self.n_initial, str) or int(self.n_initial) < 0):
             raise ValueError(f"n_initial must be an integer >= 0 or 'auto' (got {self.n_initial!r})")
         if self.nu_terms not in ("pending", "window"):
             raise ValueError(f"nu_terms must be one of ['pending', 'window'] (got {self.nu_terms!r})")
@@ -114,8 +113,7 @@ class Settings:
         for name in ("amplitude", "lengthscale", "noise", "delta"):
             if not float(getattr(self, name)) > 0:
                 raise ValueError(f"{name} must be > 0 (got {getattr(self, name)!r})")
-        for name in ("n_local", "n_starts", "fit_restarts", "refit_dense_until",
-                     *(("n_initial",) if not isinstance(self.n_initial, str) else ())):
+        for name in ("n_local", "n_starts", "fit_restarts", "refit_dense_until"):
             if int(getattr(self, name)) < 0:
                 raise ValueError(f"{name} must be >= 0 (got {getattr(self, name)!r})")
         self._validate_constraints()

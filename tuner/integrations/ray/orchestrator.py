@@ -53,7 +53,7 @@ from tuner.core.censoring import COMPLETED, RUNNING
 from tuner.app.config import ConfigError, StudyConfig
 from tuner.core.optimizer import Optimizer
 from tuner.core.persist import write_atomic, write_json
-from tuner.app.progress import Progress, Snapshot, summary_table
+from tuner.app.progress import Progress, Snapshot, not_finished, rank_finished, summary_table
 from tuner.core.space import SearchSpace
 
 if TYPE_CHECKING:
@@ -94,19 +94,17 @@ def execute_trial(trainable: str | Callable, config: dict[str, Any], options: di
             "node_id": ray.get_runtime_context().get_node_id(), "host": socket.gethostname()}
 
 
-def ship_trainable(trainable: str | Callable) -> str | Callable:
+def ship_trainable(cfg: StudyConfig) -> str | Callable:
     """What the tasks get: a built-in's name, or a user's function itself, pickled by value
     with its module's code (so workers, on this machine or a cluster, need not import the
     user's module; the packages it imports must be installed there)."""
-    from trainables import FunctionTrainable, get_trainable
-
-    t = get_trainable(trainable)
-    if not isinstance(t, FunctionTrainable):
-        return trainable
-    module = sys.modules.get(getattr(t.fn, "__module__", ""))
+    fn = cfg.trainable_fn
+    if fn is None:
+        return cfg.trainable
+    module = sys.modules.get(getattr(fn, "__module__", ""))
     if module is not None and module.__name__ != "__main__":
         ray.cloudpickle.register_pickle_by_value(module)
-    return t.fn
+    return fn
 
 
 @dataclass
@@ -160,7 +158,7 @@ class StudyRunner:
                  progress: Progress | None = None, poll: float = 0.5, grace: float = 5.0,
                  clock: Callable[[], float] = time.time):
         self.cfg = cfg
-        self._trainable = ship_trainable(cfg.trainable_fn or cfg.trainable)
+        self._trainable = ship_trainable(cfg)
         self.dir = Path(cfg.output) / cfg.study
         self.state_path = self.dir / "state.json"
         self.progress = progress or Progress()
@@ -612,12 +610,11 @@ class StudyRunner:
         table = self.dir / "trials.csv"
         rows = self._write_table(table)
         paths = [table]
-        key, sign = self.cfg.objective["metric"], 1 if self.cfg.objective["mode"] == "max" else -1
-        finished = [r for r in rows if r["status"] == FINISHED]
+        key = self.cfg.objective["metric"]
+        finished = rank_finished(rows, key, self.cfg.objective["mode"])
         # within the budget first, then by score; with none finished, the fastest runs
-        top = (sorted(finished, key=lambda r: (r["over_budget"], -sign * r[key])) if finished
-               else sorted(rows, key=lambda r: r["runtime"] if r["runtime"] is not None
-                           else math.inf))[:10]
+        top = (finished or sorted(rows, key=lambda r: r["runtime"] if r["runtime"] is not None
+                                  else math.inf))[:10]
         if finished:
             paths += self._write_best(top[0])
         try:
@@ -638,11 +635,9 @@ class StudyRunner:
         cols = ["trial", "status", key, "runtime", "over_budget", *self.cfg.space]
         if top:
             self.progress.message("\n" + summary_table(top, cols))
-        others = [r for r in rows if r["status"] != FINISHED]
+        others = not_finished(rows, limit=10)
         if others and finished:
-            shown = [f"  trial {r['trial']}: {r['status']}, {r['reason'] or '-'}" for r in others[:10]]
-            more = [f"  ... and {len(others) - 10} more in trials.csv"] if len(others) > 10 else []
-            self.progress.message("\nnot finished:\n" + "\n".join(shown + more))
+            self.progress.message("\n" + others)
         self.progress.message("\n" + (self._best_line(top[0]) if finished else
                                       f"no trial finished: {self._diagnosis()}"))
         self.progress.message(
