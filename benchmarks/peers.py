@@ -29,6 +29,8 @@ from .problems import Problem
 # others are paper 001's algorithms and 003's CBO on the paper-exact settings (tuner.PAPER_EXACT).
 PAPER = dict(PAPER_EXACT)
 DEFAULT = {k: getattr(Settings(), k) for k in (*PAPER_EXACT, "censor_noise")}
+COMBO = {**PAPER, "censoring": "soft", "n_initial": "auto", "lengthscale_prior": True,
+         "constraint_handler": "pof"}
 PROJECT: dict[str, dict[str, Any]] = {
     "tuner": {},                            # gp-ucb-sdf, soft censoring (+ pof with a constraint)
     "paper": PAPER,                         # gp-ucb-sdf as in paper 001 (+ rpol as in paper 004)
@@ -55,25 +57,18 @@ ABLATION: dict[str, dict[str, Any]] = {
     "rpol-mean": {**PAPER, "handler_options": {"g": "mean"}},
     "rpol-ucb": {**PAPER, "handler_options": {"g": "ucb"}},
     "pof": {**PAPER, "constraint_handler": "pof"},
-    # combined
-    "combo": {**PAPER, "censoring": "soft", "censor_noise": 0.25, "n_initial": "auto",
-              "lengthscale_prior": True, "constraint_handler": "pof"},
-    "combo-0.05": {**PAPER, "censoring": "soft", "censor_noise": 0.05, "n_initial": "auto",
-                   "lengthscale_prior": True, "constraint_handler": "pof"},
-    "combo-rpol": {**PAPER, "censoring": "soft", "censor_noise": 0.25, "n_initial": "auto",
-                   "lengthscale_prior": True},
-    "combo-b0.5": {**PAPER, "censoring": "soft", "censor_noise": 0.05, "n_initial": "auto",
-                   "lengthscale_prior": True, "constraint_handler": "pof", "beta": 0.5},
-    "combo-r5": {**PAPER, "censoring": "soft", "censor_noise": 0.05, "n_initial": "auto",
-                 "lengthscale_prior": True, "constraint_handler": "pof", "fit_restarts": 5},
-    "combo-refit": {**PAPER, "censoring": "soft", "censor_noise": 0.05, "n_initial": "auto",
-                    "lengthscale_prior": True, "constraint_handler": "pof", "refit_dense_until": 30},
+    # combined (soft censoring + Sobol start-up + lengthscale prior + pof, then one more change)
+    "combo": {**COMBO, "censor_noise": 0.25},
+    "combo-0.05": {**COMBO, "censor_noise": 0.05},
+    "combo-rpol": {**COMBO, "censor_noise": 0.25, "constraint_handler": "rpol"},
+    "combo-b0.5": {**COMBO, "censor_noise": 0.05, "beta": 0.5},
+    "combo-r5": {**COMBO, "censor_noise": 0.05, "fit_restarts": 5},
+    "combo-refit": {**COMBO, "censor_noise": 0.05, "refit_dense_until": 30},
+    "combo-noprior": {**COMBO, "censor_noise": 0.25, "lengthscale_prior": False},
     # one switch moved away from the defaults
     "default-delay0.5": {**DEFAULT, "delay_lambda_power": 0.5},
     "default-delay0.25": {**DEFAULT, "delay_lambda_power": 0.25},
     "default-0.05": {**DEFAULT, "censor_noise": 0.05},
-    "combo-noprior": {**PAPER, "censoring": "soft", "censor_noise": 0.25, "n_initial": "auto",
-                      "constraint_handler": "pof"},
 }
 PEERS = ("optuna-tpe", "optuna-gp", "syne-botorch")
 METHODS = (*PROJECT, *PEERS)
