@@ -154,7 +154,7 @@ class OptunaAdapter(Adapter):
         self.study.tell(trial, float(value))
 
     def fail(self, trial_id: int, reason: str = "failed", metrics: Mapping[str, float] | None = None,
-             finish_time: float | None = None) -> None:
+             finish_time: float | None = None, status: str = "FAILED") -> None:
         self.study.tell(self._told(trial_id, finish_time), state=self._optuna.trial.TrialState.FAIL)
 
 
@@ -180,7 +180,7 @@ class SyneTuneAdapter(Adapter):
         self.scheduler.tell(self._told(trial_id, finish_time), {"y": float(value)})
 
     def fail(self, trial_id: int, reason: str = "failed", metrics: Mapping[str, float] | None = None,
-             finish_time: float | None = None) -> None:
+             finish_time: float | None = None, status: str = "FAILED") -> None:
         trial = self._told(trial_id, finish_time)
         self.scheduler.base_scheduler.on_trial_error(trial)
 

@@ -66,7 +66,7 @@ from scipy.stats import qmc, wilcoxon  # noqa: E402
 from tuner import PAPER_EXACT, Optimizer, Settings  # noqa: E402
 
 PAPER = Settings(**PAPER_EXACT)
-from tuner.core.censoring import COMPLETED  # noqa: E402
+from tuner.core.trial import Status  # noqa: E402
 from tuner.loop.problems import gp_sample_1d  # noqa: E402
 from tuner.loop.simulator import Poisson, RunTime, simulate  # noqa: E402
 from tuner.core.space import SearchSpace  # noqa: E402
@@ -271,7 +271,7 @@ def run_one(job: Job) -> dict[str, Any]:
 
     def progress(_: int) -> None:
         now = opt.clock()
-        done = [tr for tr in opt.trials if tr.status == COMPLETED]
+        done = [tr for tr in opt.trials if tr.status == Status.FINISHED]
         if done and job.algorithm != "random":
             best = max(done, key=lambda tr: tr.value)
             inc_censored[0] += 1
@@ -301,7 +301,7 @@ def run_one(job: Job) -> dict[str, Any]:
     n_final = int(np.sum(finish <= stop))
     for k in marks:                         # after k completed evaluations
         row[f"rc{k}"] = (p.f_opt - best_by_done[k - 1]) / regret_scale if k <= n_final else math.nan
-    done = [tr for tr in opt.trials if tr.status == COMPLETED]
+    done = [tr for tr in opt.trials if tr.status == Status.FINISHED]
     if job.algorithm != "random" and done:
         m, counted = opt.counted(stop)
         ids = {tr.trial_id for tr in counted}
@@ -356,7 +356,7 @@ def run_paper(job: PaperJob) -> dict[str, Any]:
     res = simulate(opt, fn, Poisson(10), job.T, seed=job.seed, f_opt=fn.f_opt, progress=progress)
     regret = res.simple_regret()
     ids = {tr.trial_id for tr in opt.counted()[1]}
-    done = [tr for tr in opt.trials if tr.status == COMPLETED]
+    done = [tr for tr in opt.trials if tr.status == Status.FINISHED]
     row: dict[str, Any] = {k: getattr(job, k) for k in PaperJob.FIELDS}
     row.update({f"r{t}": regret[t - 1] for t in PAPER_MARKS if t <= job.T})
     row.update(censored_end=float(np.mean([tr.trial_id not in ids for tr in done])),

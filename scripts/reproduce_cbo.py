@@ -69,7 +69,7 @@ def main() -> None:
     jobs = [((h, m), r, args.T) for h in (0.25, 0.5) for m in METHODS for r in range(args.runs)]
     results = run_pool(one_run, jobs, args.workers)
 
-    marks = [t for t in (100, 300, 1000, 3000, 10000) if t <= args.T]
+    marks = [t for t in (100, 300, 1000, 3000, 10000) if t <= args.T] or [args.T]
     rows, md = [], [f"# Paper 003 synthetic setting: {args.runs} runs, T = {args.T}\n"]
     for case in dict.fromkeys(r[0] for r in results):
         per = [r for r in results if r[0] == case]

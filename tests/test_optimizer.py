@@ -78,12 +78,13 @@ def test_save_load_round_trip_gives_the_identical_next_suggestion(algo, tmp_path
     clock = SimClock()
     opt = Optimizer(MIXED, algorithm=algo, objective_bounds=(-0.2, 1.0), refit_every=5,
                     window_unit="seconds", window="auto", clock=clock, seed=7)
-    res = simulate(opt, mixed_objective, RunTime(lambda c: 1 + c["width"] / 32), n_trials=37,
-                   workers=3, seed=2)
-    opt.fail(opt.running[0].trial_id, "killed")
+    simulate(opt, mixed_objective, RunTime(lambda c: 1 + c["width"] / 32), n_trials=37,
+             workers=3, seed=2)
+    opt.fail(opt.suggest().trial_id, "killed", status="KILLED")
+    opt.suggest()                                       # one still running
     path = tmp_path / "state.json"
     opt.save(path)
-    assert json.loads(path.read_text())["version"] == 1
+    assert json.loads(path.read_text())["version"] == 2
     loaded = Optimizer.load(path, clock=opt.clock)   # simulate() installed its clock
     assert loaded.objective.gp_all.n == opt.objective.gp_all.n and np.array_equal(loaded.objective.gp_all.L, opt.objective.gp_all.L)
     for _ in range(3):
@@ -171,7 +172,7 @@ def test_bad_tells_are_clear():
     with pytest.raises(KeyError, match="unknown trial_id 99"):
         opt.tell(99, 1.0)
     opt.tell(s.trial_id, 0.3)
-    with pytest.raises(ValueError, match="already COMPLETED"):
+    with pytest.raises(ValueError, match="already FINISHED"):
         opt.tell(s.trial_id, 0.3)
     s2 = opt.suggest()
     opt.tell(s2.trial_id, float("nan"))

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
-from tuner.core.censoring import COMPLETED, FAILED, RUNNING
+from tuner.core.trial import Status
 from tuner.app.config import ConfigError, load_study
 from tuner.integrations.ray.orchestrator import StudyRunner
 from tuner.app.progress import Progress
@@ -58,7 +58,7 @@ def test_every_trial_once_in_mlflow_and_in_the_optimizer(ray_session, tmp_path):
     result, printed = run_quietly(cfg)
     opt = result.optimizer
     assert result.status == "FINISHED" and len(opt.trials) == 12
-    assert all(tr.status != RUNNING for tr in opt.trials)
+    assert all(tr.status != Status.RUNNING for tr in opt.trials)
     parent, children = child_runs(cfg.mlflow["tracking_uri"], "e2e")
     ids = sorted(int(c.data.tags["trial_id"]) for c in children)
     assert ids == list(range(12))                                   # once each
@@ -71,11 +71,11 @@ def test_every_trial_once_in_mlflow_and_in_the_optimizer(ray_session, tmp_path):
         assert int(c.data.tags["pending_at_suggest"]) == tr.pending_at_suggest
         assert c.data.metrics["runtime"] == pytest.approx(tr.metrics["runtime"])
         if outcome["status"] == "FINISHED":
-            assert tr.status == COMPLETED
+            assert tr.status == Status.FINISHED
             assert c.data.metrics["accuracy"] == pytest.approx(tr.value)
             assert c.data.metrics["train_time"] > 0 and c.data.tags["node"]
         else:   # raised: x above fail_above
-            assert tr.status == FAILED and tr.config["x"] > 0.8
+            assert tr.status == Status.FAILED and tr.config["x"] > 0.8
             assert "RuntimeError: diverged" in c.data.tags["reason"]
     assert all((o["status"] == "FAILED") == (opt.trials[t].config["x"] > 0.8)
                for t, o in result.outcomes.items())
@@ -104,7 +104,7 @@ def test_a_trial_past_its_budget_is_stopped_and_counts_as_a_violation(ray_sessio
     opt = result.optimizer
     assert [o["status"] for o in result.outcomes.values()] == ["TIMED_OUT"] * 4
     for tr in opt.trials:
-        assert tr.status == FAILED and 0.6 <= tr.metrics["runtime"] < 2.4   # stopped, not waited for
+        assert tr.status == Status.TIMED_OUT and 0.6 <= tr.metrics["runtime"] < 2.4   # stopped, not waited for
         assert opt.constraints[0].observed(tr) >= 0.5          # g = runtime / T - 1, a violation
     _, children = child_runs(cfg.mlflow["tracking_uri"], "slow")
     assert sorted(c.data.tags["status"] for c in children) == ["TIMED_OUT"] * 4
@@ -178,7 +178,7 @@ def test_ctrl_c_then_resume_loses_and_duplicates_nothing(tmp_path):
     assert "interrupted" in out and "--resume" in out
     state = json.loads((tmp_path / "runs" / "resumable" / "state.json").read_text())
     statuses = [t["status"] for t in state["optimizer"]["trials"]]
-    assert 3 <= statuses.count("COMPLETED") < 8 and "RUNNING" in statuses
+    assert 3 <= statuses.count("FINISHED") < 8 and "RUNNING" in statuses
     budget = state["config"]["budget"]
     assert budget["seconds"] == pytest.approx(3 * budget["reference_seconds"]) and budget["seconds"] > 0
     assert state["optimizer"]["settings"]["constraints"][0]["limit"] == budget["seconds"]
@@ -194,7 +194,7 @@ def test_ctrl_c_then_resume_loses_and_duplicates_nothing(tmp_path):
     assert "reference run for the budget" not in out3 and "(measured when the study started" in out3
     state = json.loads((tmp_path / "runs" / "resumable" / "state.json").read_text())
     trials = state["optimizer"]["trials"]
-    assert len(trials) == 8 and all(t["status"] == "COMPLETED" for t in trials)
+    assert len(trials) == 8 and all(t["status"] == "FINISHED" for t in trials)
     assert state["config"]["budget"] == budget                       # the same limit
     parent, children = child_runs(cfg["mlflow"]["tracking_uri"], "resumable")
     assert sorted(int(c.data.tags["trial_id"]) for c in children) == list(range(8))
@@ -221,7 +221,7 @@ def test_a_two_node_cluster_runs_trials_on_both_nodes(tmp_path):
     finally:
         cluster.shutdown()
     state = json.loads((tmp_path / "runs" / "cluster" / "state.json").read_text())
-    nodes = {o["node"] for o in state["session"]["outcomes"].values()}
+    nodes = {w["node"] for w in state["session"]["where"].values()}
     assert len(nodes) == 2
     _, children = child_runs(cfg["mlflow"]["tracking_uri"], "cluster")
     assert {c.data.tags["node"] for c in children} == nodes

@@ -11,7 +11,9 @@ import pytest
 import ray
 from ray import tune
 
-from tuner.core.censoring import COMPLETED, FAILED, RUNNING
+from tuner.core.trial import Status
+
+COMPLETED, FAILED, RUNNING = Status.FINISHED, Status.FAILED, Status.RUNNING
 from tuner.core.space import SpaceError
 from tuner.integrations.ray.tune_search import TunerSearch
 

@@ -23,7 +23,7 @@ class Folder:
 
     path: Path
     config: dict[str, Any]               # state.json's resolved config
-    outcomes: dict[str, Any]             # state.json's trial outcomes
+    statuses: list[str]                  # state.json: the status of every trial that ended
     rows: list[dict[str, Any]]           # trials.csv, numbers parsed ([] before it exists)
     best_file: dict[str, Any] | None     # best.json
 
@@ -36,7 +36,7 @@ class Folder:
                 rows = [{k: (v if k in ("status", "reason", "node") else _number(v))
                          for k, v in r.items()} for r in csv.DictReader(fh)]
         best = json.loads((path / "best.json").read_text()) if (path / "best.json").exists() else None
-        return cls(path, state["config"], state["session"]["outcomes"], rows, best)
+        return cls(path, state["config"], _ended_statuses(state), rows, best)
 
     @property
     def metric(self) -> str:
@@ -59,13 +59,21 @@ class Folder:
 
     def overview(self) -> dict[str, Any]:
         """One line's worth: the study's trainable, trial counts and best result."""
-        statuses = [o["status"] for o in self.outcomes.values()]
+        statuses = self.statuses
         b = self.best()
         return {"study": self.path.name, "trainable": self.config["trainable"],
                 "trials": len(statuses), "finished": statuses.count("FINISHED"),
                 "metric": self.metric, "best": None if b is None else b.get(self.metric),
                 "best_trial": None if b is None else b["trial"],
                 "within_budget": None if b is None else b["within_budget"]}
+
+
+def _ended_statuses(state: dict[str, Any]) -> list[str]:
+    """Statuses of the ended trials: in the optimizer's trials (a version-1 study state kept
+    them in its session outcomes)."""
+    if state["version"] == 1:
+        return [o["status"] for o in state["session"]["outcomes"].values()]
+    return [t["status"] for t in state["optimizer"]["trials"] if t["status"] != "RUNNING"]
 
 
 def _number(v: str) -> Any:

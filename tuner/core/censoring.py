@@ -12,56 +12,14 @@ has arrived, "finished and d_s <= m" is the whole test; the min(., t - s) part i
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Iterable
 
 import numpy as np
 
-RUNNING, COMPLETED, FAILED = "RUNNING", "COMPLETED", "FAILED"
+from .trial import Status, Trial
+
 UNITS = ("iterations", "seconds")
-
-
-@dataclass
-class Trial:
-    """One started evaluation and everything the optimizer knows about it."""
-
-    trial_id: int
-    config: dict[str, Any]
-    x: np.ndarray
-    start_time: float
-    start_index: int
-    pending_at_suggest: int = 0
-    status: str = RUNNING
-    value: float | None = None
-    metrics: dict[str, float] = field(default_factory=dict)
-    finish_time: float | None = None
-    finish_index: int | None = None
-    reason: str | None = None
-
-    def delay(self, unit: str) -> float | None:
-        """d_s in ``unit``; None while the result has not arrived."""
-        if self.status == RUNNING or self.finish_time is None or self.finish_index is None:
-            return None
-        if unit == "iterations":
-            return float(self.finish_index - self.start_index - 1)
-        return float(self.finish_time - self.start_time)
-
-    def age(self, unit: str, now: float, t: int) -> float:
-        """tau_bar - tau_s (seconds) or t - s (iterations) when query ``t`` is chosen."""
-        return float(t - self.start_index) if unit == "iterations" else float(now - self.start_time)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"trial_id": self.trial_id, "config": self.config, "x": [float(v) for v in self.x],
-                "start_time": self.start_time, "start_index": self.start_index,
-                "pending_at_suggest": self.pending_at_suggest, "status": self.status,
-                "value": self.value, "metrics": self.metrics, "finish_time": self.finish_time,
-                "finish_index": self.finish_index, "reason": self.reason}
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Trial":
-        d = dict(d)
-        d["x"] = np.asarray(d["x"], dtype=float)
-        return cls(**d)
 
 
 @dataclass
@@ -111,12 +69,12 @@ class Window:
 def usable(trial: Trial, m: float, unit: str) -> bool:
     """Finished with a delay inside the window: its value enters the GP uncensored."""
     d = trial.delay(unit)
-    return trial.status == COMPLETED and d is not None and d <= m
+    return trial.status == Status.FINISHED and d is not None and d <= m
 
 
 def pending_in_window(trial: Trial, m: float, unit: str, now: float, t: int) -> bool:
     """Still running and young enough that its result may yet count (the sum in eq. 2)."""
-    return trial.status == RUNNING and trial.age(unit, now, t) <= m
+    return trial.status == Status.RUNNING and trial.age(unit, now, t) <= m
 
 
 def in_last_window(trial: Trial, m: float, unit: str, now: float, t: int) -> bool:

@@ -67,7 +67,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from .censoring import RUNNING, Trial
+from .trial import Status, Trial
 
 CONSTRAINT_TYPES = ("budget", "upper")
 CONSTRAINT_KEYS = ("metric", "limit", "type", "runtime", "observable")
@@ -119,13 +119,13 @@ class Constraint:
 
     def observed(self, trial: Trial) -> float | None:
         """g of the value a finished trial reported (a stopped one: its elapsed time), else None."""
-        if trial.status == RUNNING or self.metric not in trial.metrics:
+        if trial.status == Status.RUNNING or self.metric not in trial.metrics:
             return None
         return float(self.g(trial.metrics[self.metric]))
 
     def lower_bound(self, trial: Trial, now: float) -> float | None:
         """For a running trial of a run-time constraint: g >= g(elapsed) (right-censored)."""
-        if not self.runtime or trial.status != RUNNING:
+        if not self.runtime or trial.status != Status.RUNNING:
             return None
         return float(self.g(max(now - trial.start_time, 0.0)))
 
@@ -134,6 +134,17 @@ class Constraint:
         if margin is None or not self.runtime:
             return None
         return self.limit * (1.0 + margin)
+
+
+def violated(trial: Trial, constraints: Sequence[Constraint]) -> bool:
+    """The trial's reported (or, if stopped, elapsed) values break a constraint: "over budget"."""
+    return any((v := c.observed(trial)) is not None and v > 0 for c in constraints)
+
+
+def feasible(trial: Trial, constraints: Sequence[Constraint]) -> bool:
+    """A finished trial whose reported values meet every constraint."""
+    return trial.status == Status.FINISHED and all(
+        (v := c.observed(trial)) is not None and v <= 0 for c in constraints)
 
 
 class Handler:

@@ -23,19 +23,20 @@ import numpy as np
 
 from . import acquisition as acq
 from .algorithms import get_algorithm
-from .censoring import (COMPLETED, FAILED, RUNNING, Trial, Window, in_last_window,
-                        pending_in_window, usable)
+from .censoring import Window, in_last_window, pending_in_window, usable
 from .constraints import HANDLERS, SHIFTS, Constraint, make_handler
+from .constraints import feasible as _feasible
 from .gp import Hyperparameters, Posterior
 from .kernels import make_kernel
 from .maximize import maximize, candidate_set
 from .model import CensoredModel, soft_view
 from .persist import write_json
 from .space import SearchSpace
+from .trial import Status, Trial, upgrade_v1
 
 CENSORING = ("hard", "soft")
 STATE_FORMAT = "tuner.optimizer"
-STATE_VERSION = 1
+STATE_VERSION = 2      # 2: one status vocabulary (tuner.core.trial.Status)
 
 
 @dataclass
@@ -250,7 +251,7 @@ class Optimizer:
         x = self.space.snap(x)[0]
         trial = Trial(trial_id=t, config=self.space.decode(x) if config is None else dict(config),
                       x=x, start_time=now, start_index=t,
-                      pending_at_suggest=sum(tr.status == RUNNING for tr in self.trials))
+                      pending_at_suggest=sum(tr.status == Status.RUNNING for tr in self.trials))
         for c in self.constraints:
             if c.observable:     # the round's sample at x_t is known before the run (003 §4)
                 trial.metrics[c.metric] = float(self._sample(c, t, [trial.config])[0])
@@ -281,20 +282,24 @@ class Optimizer:
         trial.finish_time = float(self.clock() if finish_time is None else finish_time)
         trial.finish_index = len(self.trials)
         if not math.isfinite(value):
-            trial.status, trial.reason = FAILED, f"non-finite objective {value}"
+            trial.status, trial.reason = Status.FAILED, f"non-finite objective {value}"
             return
         trial.value = value
-        trial.status = COMPLETED
+        trial.status = Status.FINISHED
 
     def fail(self, trial_id: int, reason: str = "failed", metrics: Mapping[str, float] | None = None,
-             finish_time: float | None = None) -> None:
-        """A trial that raised, was killed or timed out: objective censored for good.
+             finish_time: float | None = None, status: Status | str = Status.FAILED) -> None:
+        """A trial that raised (FAILED), was stopped (TIMED_OUT) or killed (KILLED): objective
+        censored for good.
 
         A run-time constraint gets the elapsed time as its (lower-bound) value when the caller
         does not report one, so a trial stopped past its budget counts as the violation it is.
         """
         trial = self._running(trial_id)
-        trial.status, trial.reason = FAILED, reason
+        status = Status(status)
+        if not status.censored:
+            raise ValueError(f"fail(status=...) must be one of FAILED, TIMED_OUT, KILLED (got {status})")
+        trial.status, trial.reason = status, reason
         trial.metrics.update({k: float(v) for k, v in (metrics or {}).items()})
         trial.finish_time = float(self.clock() if finish_time is None else finish_time)
         trial.finish_index = len(self.trials)
@@ -314,7 +319,7 @@ class Optimizer:
         tr = self._by_id[trial_id]
         after = [a for a in (c.stop_after(self.settings.stop_margin) for c in self.constraints)
                  if a is not None]
-        if tr.status != RUNNING or not after:
+        if tr.status != Status.RUNNING or not after:
             return None
         return tr.start_time + min(after)
 
@@ -322,7 +327,7 @@ class Optimizer:
         """Running trials past their run-time budget by more than ``stop_margin`` at ``now``.
 
         The orchestrator-facing rule (one implementation for the simulator and the Ray
-        orchestrator): stop each of them and report ``fail(trial_id, "TIMED_OUT")``; the objective
+        orchestrator): stop each of them and report ``fail(trial_id, reason, status=TIMED_OUT)``; the objective
         is then censored for good and the run-time metric defaults to the elapsed time, a known
         violation g = margin.  Empty when ``stop_margin`` is None.
         """
@@ -337,8 +342,8 @@ class Optimizer:
 
     def best(self, feasible: bool = False) -> Trial | None:
         """The completed trial with the best objective (per ``mode``), optionally feasible only."""
-        done = [tr for tr in self.trials if tr.status == COMPLETED
-                and (not feasible or all(c.observed(tr) <= 0 for c in self.constraints))]
+        done = [tr for tr in self.trials if tr.status == Status.FINISHED
+                and (not feasible or _feasible(tr, self.constraints))]
         if not done:
             return None
         sign = 1.0 if self.settings.mode == "max" else -1.0
@@ -346,7 +351,7 @@ class Optimizer:
 
     @property
     def running(self) -> list[Trial]:
-        return [tr for tr in self.trials if tr.status == RUNNING]
+        return [tr for tr in self.trials if tr.status == Status.RUNNING]
 
     def counted(self, now: float | None = None) -> tuple[float, list[Trial]]:
         """The window m in force at ``now`` and the completed trials whose results count (enter
@@ -532,16 +537,12 @@ class Optimizer:
         """Feed the handler the constraint values that arrived since the previous round, in
         arrival order (004 App. C: Q_{t+1} uses the costs revealed at round t)."""
         new = sorted((tr for tr in self.trials if tr.trial_id not in self._seen_constraint
-                      and tr.status != RUNNING), key=lambda tr: (tr.finish_index, tr.finish_time, tr.trial_id))
+                      and tr.status != Status.RUNNING), key=lambda tr: (tr.finish_index, tr.finish_time, tr.trial_id))
         self._seen_constraint.update(tr.trial_id for tr in new)
         arrived = [[v for v in (c.observed(tr) for tr in new) if v is not None] for c in self.constraints]
-        self.handler.feasible_found = self.handler.feasible_found or any(map(self._feasible, new))
+        self.handler.feasible_found = self.handler.feasible_found or any(
+            _feasible(tr, self.constraints) for tr in new)
         self.handler.start_round(t, arrived)
-
-    def _feasible(self, tr: Trial) -> bool:
-        """A finished trial whose reported values meet every constraint."""
-        return tr.status == COMPLETED and all((v := c.observed(tr)) is not None and v <= 0
-                                              for c in self.constraints)
 
     def _reward_range(self) -> tuple[float, float]:
         """[lo, hi] of sign * objective that the GP's targets map to [0, 1] (001 footnote 6):
@@ -550,7 +551,7 @@ class Optimizer:
         if self.settings.objective_bounds is not None:
             lo, hi = sorted(sign * np.asarray(self.settings.objective_bounds, dtype=float))
             return float(lo), float(hi)
-        seen = [sign * tr.value for tr in self.trials if tr.status == COMPLETED]
+        seen = [sign * tr.value for tr in self.trials if tr.status == Status.FINISHED]
         lo = min(seen) if seen else 0.0
         hi = max(seen) if seen else 1.0
         return float(lo), float(hi if hi > lo else lo + 1.0)
@@ -632,7 +633,7 @@ class Optimizer:
         if trial_id not in self._by_id:
             raise KeyError(f"unknown trial_id {trial_id!r}: suggest() never returned it")
         trial = self._by_id[trial_id]
-        if trial.status != RUNNING:
+        if trial.status != Status.RUNNING:
             raise ValueError(f"trial {trial_id} is already {trial.status}; a result is told once")
         return trial
 
@@ -660,16 +661,17 @@ class Optimizer:
                    samplers: Mapping[str, Sampler] | None = None) -> "Optimizer":
         if state.get("format") != STATE_FORMAT:
             raise ValueError(f"not an optimizer state (format={state.get('format')!r})")
-        if state.get("version") != STATE_VERSION:
+        if state.get("version") not in (1, STATE_VERSION):
             raise ValueError(f"optimizer state version {state.get('version')!r} is not supported "
-                             f"(this version reads {STATE_VERSION})")
+                             f"(this version reads 1 and {STATE_VERSION})")
         # a state saved before a setting existed ran with the paper's value of it
         older = {k: v for k, v in PAPER_EXACT.items() if k not in state["settings"]}
         settings = Settings.from_dict({**older, **state["settings"]})
         domain = None if state["domain"] is None else np.asarray(state["domain"])
         opt = cls(SearchSpace.from_dict(state["space"]), settings, clock=clock, domain=domain,
                   samplers=samplers)
-        opt.trials = [Trial.from_dict(d) for d in state["trials"]]
+        upgrade = upgrade_v1 if state["version"] == 1 else dict
+        opt.trials = [Trial.from_dict(upgrade(d)) for d in state["trials"]]
         opt._by_id = {tr.trial_id: tr for tr in opt.trials}
         opt.rng.bit_generator.state = state["rng"]
         opt.objective.load_state(state["objective"], opt.trials)
@@ -677,7 +679,7 @@ class Optimizer:
             model.load_state(st, opt.trials)
         opt.handler.load_state(state["handler"])
         opt._seen_constraint = set(state["seen_constraint"])
-        opt.handler.feasible_found = any(opt._feasible(tr) for tr in opt.trials
+        opt.handler.feasible_found = any(_feasible(tr, opt.constraints) for tr in opt.trials
                                          if tr.trial_id in opt._seen_constraint)
         return opt
 

@@ -1,6 +1,6 @@
 """Simulated asynchronous studies: virtual workers, delay models, a simulated clock.
 
-Two settings, one event loop:
+Two settings, one event loop (``tuner.loop.loop.StudyLoop``, the loop real studies run on):
 
 * ``workers=None`` (paper 001 §6): one query starts per unit of time, t = 0, 1, 2, ...; a query
   with delay d (in iterations) reports just before query t + d + 1 starts, so d = 0 means
@@ -15,29 +15,15 @@ from __future__ import annotations
 
 import heapq
 import math
-import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Protocol
 
 import numpy as np
 
 from tuner.core.optimizer import Optimizer
+from tuner.core.trial import Status
 
-
-class AskTell(Protocol):
-    """What ``simulate`` drives: ``Optimizer`` or any adapter with the same ask/tell methods
-    (``benchmarks.peers`` wraps Optuna and Syne Tune this way)."""
-
-    clock: Callable[[], float]
-    constraints: list
-
-    def suggest(self) -> Any: ...      # an object with .trial_id and .config
-    def tell(self, trial_id: int, value: float, metrics: Mapping[str, float] | None = None,
-             finish_time: float | None = None) -> None: ...
-    def fail(self, trial_id: int, reason: str = "failed", metrics: Mapping[str, float] | None = None,
-             finish_time: float | None = None) -> None: ...
-    def trials_to_stop(self, now: float | None = None) -> list[int]: ...
-    def next_stop_time(self) -> float | None: ...
+from .loop import AskTell, Limits, LoopCallback, Outcome, Result, StudyLoop
 
 
 class DelayModel(Protocol):
@@ -89,12 +75,17 @@ class SimulationResult:
     suggest_seconds: np.ndarray  # wall time of each suggest() call
     optimizer: Optimizer | AskTell = field(repr=False)
     metrics_true: list[dict[str, float]] = field(default_factory=list)
-    stopped: np.ndarray | None = None   # stopped past its budget (Optimizer.trials_to_stop)
+    status: np.ndarray | None = None    # each trial's Status
 
     @property
     def completed(self) -> np.ndarray:
-        """Trials whose result was observed (not stopped)."""
-        return ~self.stopped if self.stopped is not None else np.ones(len(self.start), dtype=bool)
+        """Trials whose result was observed (FINISHED)."""
+        return self.status == Status.FINISHED
+
+    @property
+    def stopped(self) -> np.ndarray:
+        """Trials stopped past their budget (TIMED_OUT, ``Optimizer.trials_to_stop``)."""
+        return self.status == Status.TIMED_OUT
 
     def g_true(self, j: int = 0) -> np.ndarray:
         """Noise-free value of constraint j for every started trial (the full run time for a
@@ -123,91 +114,114 @@ class SimulationResult:
         return np.cumsum(self.f_opt - self.f_true)
 
 
+class SimulatedBackend:
+    """Trials on a simulated clock: a trial's result (``objective(config)`` plus noise) arrives
+    ``delay(config)`` after its start (+ 0.5 in paper 001's setting, so a delay of d iterations
+    reports just before query t + d + 1).  Records every started trial for ``SimulationResult``."""
+
+    def __init__(self, objective: Callable[[Mapping[str, Any]], Any], delay: DelayModel,
+                 rng: np.random.Generator, noise_std: float = 0.0, metric_noise: float = 0.0,
+                 offset: float = 0.0):
+        self.clock = SimClock()
+        self.objective, self.delay, self.rng = objective, delay, rng
+        self.noise_std, self.metric_noise, self.offset = noise_std, metric_noise, offset
+        self._events: list[tuple[float, int]] = []   # (planned finish time, trial id)
+        self._pending: dict[int, dict[str, float]] = {}
+        self.index: dict[int, int] = {}               # trial id -> start order
+        self.configs: list[dict[str, Any]] = []
+        self.f_true: list[float] = []
+        self.metrics_true: list[dict[str, float]] = []
+        self.start: list[float] = []
+        self.finish: list[float] = []
+
+    def launch(self, trial_id: int, config: Mapping[str, Any]) -> None:
+        now = self.clock.now
+        out = self.objective(config)
+        f, metrics = (float(out[0]), dict(out[1])) if isinstance(out, tuple) else (float(out), {})
+        d = self.delay(config, self.rng)
+        metrics["runtime"] = d
+        end = now + d + self.offset
+        self.index[trial_id] = len(self.start)
+        self.configs.append(dict(config))
+        self.f_true.append(f)
+        self.metrics_true.append(metrics)
+        self.start.append(now)
+        self.finish.append(end)
+        heapq.heappush(self._events, (end, trial_id))
+        reported = {k: v + (self.metric_noise * self.rng.standard_normal() if k != "runtime" else 0.0)
+                    for k, v in metrics.items()}
+        self._pending[trial_id] = {**reported, OBJECTIVE: f + self.noise_std * self.rng.standard_normal()}
+
+    def wait(self, until: float | None) -> list[Result]:
+        """Advance the clock to the next planned finish (or to ``until`` if that comes first);
+        return every result due then."""
+        while self._events and self._events[0][1] not in self._pending:   # stopped earlier
+            heapq.heappop(self._events)
+        nxt = self._events[0][0] if self._events else math.inf
+        if until is not None and until < nxt:
+            self.clock.now = max(self.clock.now, until)
+            return []
+        if math.isinf(nxt):
+            raise RuntimeError("the simulation has nothing to wait for")
+        self.clock.now = nxt
+        out = []
+        while self._events and self._events[0][0] == nxt:
+            _, tid = heapq.heappop(self._events)
+            if tid in self._pending:
+                out.append(Result(tid, nxt, self._pending.pop(tid)))
+        return out
+
+    def stop(self, trial_id: int) -> None:
+        del self._pending[trial_id]
+        self.finish[self.index[trial_id]] = self.clock.now
+
+    def abandon(self) -> None:
+        self._pending.clear()
+
+
+OBJECTIVE = "objective"   # the metric the simulated objective is reported under
+
+
+class _Statuses(LoopCallback):
+    def __init__(self, progress: Callable[[int], None] | None):
+        self.progress = progress
+        self.status: dict[int, Status] = {}
+
+    def on_launch(self, trial_id: int, config: Mapping[str, Any]) -> None:
+        self.status[trial_id] = Status.RUNNING
+        if self.progress is not None:
+            self.progress(len(self.status))
+
+    def on_end(self, outcome: Outcome) -> None:
+        self.status[outcome.trial_id] = outcome.status
+
+
 def simulate(optimizer: Optimizer | AskTell, objective: Callable[[Mapping[str, Any]], Any],
              delay: DelayModel, n_trials: int, workers: int | None = None,
              noise_std: float = 0.0, seed: int = 0, f_opt: float | None = None,
              progress: Callable[[int], None] | None = None,
              metric_noise: float = 0.0, time_limit: float | None = None) -> SimulationResult:
-    """Run ``n_trials`` queries on a simulated clock (installed as the optimizer's clock).
+    """Run ``n_trials`` queries through ``StudyLoop`` on a ``SimulatedBackend`` (its clock is
+    installed as the optimizer's clock).
 
     ``objective(config)`` returns f or (f, metrics); metrics are reported with N(0,
     metric_noise^2) noise, plus ``runtime`` = the trial's duration.  Trials the optimizer's
-    ``trials_to_stop`` names (``Settings.stop_margin``) are stopped at that moment and reported
-    with ``Optimizer.fail(reason="TIMED_OUT")``, which records their elapsed time; they report
-    no other metric.  ``progress(n_started)`` is called after every start.  ``time_limit``
-    (virtual workers only): no trial starts later than that simulated time, and every result and
-    stop up to it is delivered.
+    ``trials_to_stop`` names (``Settings.stop_margin``) are stopped then, TIMED_OUT, and report
+    no other metric.  ``progress(n_started)`` is called after every start.  ``time_limit``: no
+    trial starts at or after that simulated time; every result and stop before it is delivered,
+    and the trials still running then are KILLED.
     """
-    rng = np.random.default_rng(seed)
-    clock = SimClock()
-    optimizer.clock = clock
-    events: list[tuple[float, int]] = []   # (planned finish time, trial id)
-    pending: dict[int, tuple[float, dict[str, float]]] = {}
-    configs: list[dict[str, Any]] = []
-    f_true, start, finish, spent, metrics_true = [], [], [], [], []
-    stopped: list[bool] = []
-
-    def launch(now: float) -> None:
-        clock.now = now
-        t0 = time.perf_counter()
-        s = optimizer.suggest()
-        spent.append(time.perf_counter() - t0)
-        out = objective(s.config)
-        f, metrics = (float(out[0]), dict(out[1])) if isinstance(out, tuple) else (float(out), {})
-        d = delay(s.config, rng)
-        metrics["runtime"] = d
-        end = now + d + (0.5 if workers is None else 0.0)
-        configs.append(s.config)
-        f_true.append(f)
-        metrics_true.append(metrics)
-        stopped.append(False)
-        start.append(now)
-        finish.append(end)
-        heapq.heappush(events, (end, s.trial_id))
-        reported = {k: v + (metric_noise * rng.standard_normal() if k != "runtime" else 0.0)
-                    for k, v in metrics.items()}
-        pending[s.trial_id] = (f + noise_std * rng.standard_normal(), reported)
-        if progress is not None:
-            progress(len(start))
-
-    def next_event() -> float:
-        while events and events[0][1] not in pending:      # stopped before its planned end
-            heapq.heappop(events)
-        when = optimizer.next_stop_time()
-        return min(events[0][0] if events else math.inf, math.inf if when is None else when)
-
-    def advance_to(now: float) -> None:
-        """Deliver, in time order, every result and every stop due by ``now``."""
-        while (when := next_event()) <= now:
-            clock.now = when
-            if events and events[0][0] == when:
-                _, tid = heapq.heappop(events)
-                value, reported = pending.pop(tid)
-                optimizer.tell(tid, value, metrics=reported, finish_time=when)
-            for tid in optimizer.trials_to_stop(when):
-                pending.pop(tid)
-                optimizer.fail(tid, "TIMED_OUT", finish_time=when)
-                stopped[tid] = True
-                finish[tid] = when
-
-    if workers is None:
-        for t in range(n_trials):
-            advance_to(float(t))
-            launch(float(t))
-    else:
-        if workers < 1:
-            raise ValueError(f"workers must be >= 1 or None (got {workers})")
-        for _ in range(min(workers, n_trials)):
-            launch(0.0)
-        while len(start) < n_trials:
-            now = next_event()
-            if time_limit is not None and now > time_limit:   # all events up to it delivered
-                break
-            advance_to(now)
-            for _ in range(min(workers - len(pending), n_trials - len(start))):
-                launch(now)
-    return SimulationResult(configs, np.array(f_true), np.array(start), np.array(finish), f_opt,
-                            np.array(spent), optimizer, metrics_true, np.array(stopped, dtype=bool))
+    backend = SimulatedBackend(objective, delay, np.random.default_rng(seed), noise_std,
+                               metric_noise, offset=0.5 if workers is None else 0.0)
+    optimizer.clock = backend.clock
+    record = _Statuses(progress)
+    loop = StudyLoop(optimizer, backend, Limits(n_trials, slots=workers, deadline=time_limit),
+                     metric=OBJECTIVE, callbacks=[record])
+    loop.run()
+    b = backend
+    status = np.array([record.status[tid] for tid in b.index], dtype=object)
+    return SimulationResult(b.configs, np.array(b.f_true), np.array(b.start), np.array(b.finish),
+                            f_opt, np.array(loop.suggest_seconds), optimizer, b.metrics_true, status)
 
 
 @dataclass

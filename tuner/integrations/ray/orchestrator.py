@@ -1,30 +1,27 @@
-"""Asynchronous studies on Ray: keep ``max_concurrent`` trials running, choose each next
-configuration the moment a slot frees, record every trial in the study state and in MLflow.
+"""Asynchronous studies on Ray: ``StudyRunner`` prepares a study (state, Ray, warm-up, the
+budget, MLflow) and runs it through the one study loop (``tuner.loop.loop.StudyLoop``) on the Ray
+task backend (``tuner.integrations.ray.backend.RayBackend``), with the wall clock as the
+optimizer's clock.  The loop's rules (slots, timeouts, budget stops, the wall-clock limit) are
+the simulator's; what this module adds are the loop's callbacks: the study state saved after
+every suggestion and every result, MLflow, the progress line.
 
-Trials run as plain Ray tasks driven by this loop (``ray.wait`` on the running set), not as Ray
-Tune trials: on this 2-core machine the task loop kept the slots far busier for short trials
-(README, "Why Ray tasks"; ``scripts/bench_orchestration.py``).  The optimizer is the same
-``tuner.Optimizer`` the Ray Tune plugin wraps, with the wall clock as its clock.
-
-Outcomes of a trial (the MLflow status tag):
+A trial's outcome is its ``tuner.core.trial.Status`` (the MLflow status tag):
 
 =========  ================================================================================
 FINISHED   returned its metrics; told to the optimizer (``tell``)
 FAILED     raised, returned no objective, or lost its worker or node; ``fail``: censored
 TIMED_OUT  ran past ``run.trial_timeout`` or past the budget by ``budget.stop_margin``; ``fail``
            with its elapsed time as run time, so it counts as the budget violation it is
-KILLED     cancelled because the study hit its wall-clock limit, or killed by Ray's memory
+KILLED     stopped because the study hit its wall-clock limit, or killed by Ray's memory
            monitor; ``fail``
 =========  ================================================================================
 
-A stopped trial gets a KeyboardInterrupt in its worker (``ray.cancel(force=False)``), so the
-worker survives with its imports warm; only a trial that ignores it for ``grace`` seconds (stuck
-in C code) is killed with its worker.  Before the clock starts, each slot imports the trainable
-once in a short run (``warm_up``), so no trial's run time includes a worker's start-up.
+Before the clock starts, each slot imports the trainable once in a short run (``warm_up``), so
+no trial's run time includes a worker's start-up.
 
-Nothing is lost on a stop: the study state (optimizer state + outcomes + MLflow run id) is
-written atomically after every suggestion and every result.  Ctrl-C or SIGTERM cancels the
-running tasks and leaves them RUNNING in the state; ``--resume`` starts them again under the
+Nothing is lost on a stop: the study state (optimizer state + where each trial ran + MLflow run
+id) is written atomically after every suggestion and every result.  Ctrl-C or SIGTERM cancels
+the running tasks and leaves them RUNNING in the state; ``--resume`` starts them again under the
 same trial ids (``Optimizer.restart``), logs to MLflow whatever finished but was not logged
 yet, and goes on.  A hard kill loses at most the results that had not been written yet, and
 those trials rerun on resume.
@@ -36,9 +33,7 @@ import csv
 import json
 import math
 import shutil
-import signal
 import sys
-import socket
 import threading
 import time
 from dataclasses import dataclass, field
@@ -49,19 +44,23 @@ import numpy as np
 import ray
 from ray import exceptions as rex
 
-from tuner.core.censoring import COMPLETED, RUNNING
 from tuner.app.config import ConfigError, StudyConfig
+from tuner.app.progress import Progress, Snapshot, not_finished, rank_finished, summary_table
+from tuner.core.constraints import violated
 from tuner.core.optimizer import Optimizer
 from tuner.core.persist import write_atomic, write_json
-from tuner.app.progress import Progress, Snapshot, not_finished, rank_finished, summary_table
 from tuner.core.space import SearchSpace
+from tuner.core.trial import Status
+from tuner.loop.loop import Limits, LoopCallback, Outcome, StopOnSignal, StudyLoop
+
+from .backend import RayBackend, execute_trial, first_line, task_error
 
 if TYPE_CHECKING:
     from tuner.integrations.mlflow.tracking import StudyTracker, TrialRecord
 
 STATE_FORMAT = "tuner.study"
-STATE_VERSION = 1
-FINISHED, FAILED, KILLED, TIMED_OUT = "FINISHED", "FAILED", "KILLED", "TIMED_OUT"
+STATE_VERSION = 2     # 2: statuses live in the optimizer's trials only; the session keeps where each ran
+FINISHED, KILLED = Status.FINISHED, Status.KILLED
 # Parts of the resolved config that define the study; the rest (limits, addresses) may change
 # between sessions of one study.
 IDENTITY = ("trainable", "trainable_options", "space", "objective", "budget", "optimizer")
@@ -84,16 +83,6 @@ def warm_up(trainable: str | Callable, config: dict[str, Any], options: dict[str
     return ray.get_runtime_context().get_node_id()
 
 
-def execute_trial(trainable: str | Callable, config: dict[str, Any], options: dict[str, Any],
-                  seed: int) -> dict[str, Any]:
-    """The body of one Ray task: train, and say where it ran."""
-    from trainables import get_trainable
-
-    metrics = get_trainable(trainable)(config, options, seed)
-    return {"metrics": {k: float(v) for k, v in metrics.items()},
-            "node_id": ray.get_runtime_context().get_node_id(), "host": socket.gethostname()}
-
-
 def ship_trainable(cfg: StudyConfig) -> str | Callable:
     """What the tasks get: a built-in's name, or a user's function itself, pickled by value
     with its module's code (so workers, on this machine or a cluster, need not import the
@@ -108,18 +97,12 @@ def ship_trainable(cfg: StudyConfig) -> str | Callable:
 
 
 @dataclass
-class Running:
-    trial_id: int
-    start: float
-
-
-@dataclass
 class StudyResult:
     """What a finished (or interrupted) study hands back."""
 
     status: str                       # FINISHED or KILLED (interrupted)
     optimizer: Optimizer
-    outcomes: dict[int, dict[str, Any]]
+    where: dict[int, dict[str, Any]]  # trial id -> node and host it ran on
     run_id: str | None
     directory: Path
     elapsed: float
@@ -128,7 +111,14 @@ class StudyResult:
     diagnosis: str | None = None      # why no trial finished, in one line (None: some did)
 
     def count(self, status: str) -> int:
-        return sum(o["status"] == status for o in self.outcomes.values())
+        return sum(tr.status == status for tr in self.optimizer.trials)
+
+    @property
+    def outcomes(self) -> dict[int, dict[str, Any]]:
+        """Every trial that ended: its status, reason and where it ran."""
+        return {tr.trial_id: {"status": str(tr.status), "reason": tr.reason,
+                              **self.where.get(tr.trial_id, {})}
+                for tr in self.optimizer.trials if tr.status != Status.RUNNING}
 
     @property
     def best(self) -> dict[str, Any] | None:
@@ -147,7 +137,7 @@ class _Session:
 
     elapsed_before: float = 0.0
     busy_seconds: float = 0.0
-    outcomes: dict[int, dict[str, Any]] = field(default_factory=dict)
+    where: dict[int, dict[str, Any]] = field(default_factory=dict)   # node and host of each trial
     run_id: str | None = None
 
 
@@ -155,18 +145,16 @@ class StudyRunner:
     """Runs one study (see module docstring).  ``run()`` returns a ``StudyResult``."""
 
     def __init__(self, cfg: StudyConfig, *, resume: bool = False, fresh: bool = False,
-                 progress: Progress | None = None, poll: float = 0.5, grace: float = 5.0,
+                 progress: Progress | None = None, grace: float = 5.0,
                  clock: Callable[[], float] = time.time):
         self.cfg = cfg
         self._trainable = ship_trainable(cfg)
         self.dir = Path(cfg.output) / cfg.study
         self.state_path = self.dir / "state.json"
         self.progress = progress or Progress()
-        self.poll = poll
         self.clock = clock
         self.resume, self.fresh = resume, fresh
-        self.running: dict[ray.ObjectRef, Running] = {}
-        self.stopping: dict[ray.ObjectRef, float] = {}   # cancelled trials -> kill deadline
+        self.loop: StudyLoop | None = None
         self.grace = grace
         self.session = _Session()
         self.optimizer: Optimizer | None = None
@@ -198,7 +186,7 @@ class StudyRunner:
                 self.optimizer = Optimizer(self.cfg.space, self.cfg.settings, clock=self.clock)
             return []
         state = json.loads(self.state_path.read_text())
-        if state.get("format") != STATE_FORMAT or state.get("version") != STATE_VERSION:
+        if state.get("format") != STATE_FORMAT or state.get("version") not in (1, STATE_VERSION):
             raise ConfigError(f"{self.state_path} is not a study state this version reads "
                               f"(format {state.get('format')!r}, version {state.get('version')!r})")
         old_budget = state["config"].get("budget") or {}
@@ -214,16 +202,18 @@ class StudyRunner:
                               "study name)")
         self.optimizer = Optimizer.from_state(state["optimizer"], clock=self.clock)
         s = state["session"]
+        where = s["where"] if state["version"] == STATE_VERSION else {   # 1: outcomes held it
+            k: {key: o[key] for key in ("node", "host") if o.get(key)} for k, o in s["outcomes"].items()}
         self.session = _Session(float(s["elapsed_before"]), float(s["busy_seconds"]),
-                                {int(k): v for k, v in s["outcomes"].items()}, s["run_id"])
-        return [tr.trial_id for tr in self.optimizer.trials if tr.status == RUNNING]
+                                {int(k): v for k, v in where.items()}, s["run_id"])
+        return [tr.trial_id for tr in self.optimizer.running]
 
     def _save(self) -> None:
         assert self.optimizer is not None
         state = {"format": STATE_FORMAT, "version": STATE_VERSION, "config": self.cfg.resolved(),
                  "optimizer": self.optimizer.state_dict(),
                  "session": {"elapsed_before": self.elapsed(), "busy_seconds": self.session.busy_seconds,
-                             "outcomes": self.session.outcomes, "run_id": self.session.run_id}}
+                             "where": self.session.where, "run_id": self.session.run_id}}
         write_json(self.state_path, state, default=str)
 
     def _start_tracking(self) -> float:
@@ -288,88 +278,50 @@ class StudyRunner:
         opt = self.optimizer
         assert opt is not None
         self._t0 = self.clock()
-        limit = self.cfg.run["wall_clock_limit"]
-        try:
-            with _StopOnSignal() as stop:
-                for tid in restart:
-                    opt.restart(tid)
-                    self._launch(task, tid)
-                while not stop.requested:
-                    self._stop_overdue(self.clock())
-                    self._warn_if_nothing_fits()
-                    out_of_time = limit is not None and self.elapsed() >= limit
-                    if out_of_time:
-                        for ref in list(self.running):
-                            self._cancel(ref, KILLED,
-                                         f"the study reached run.wall_clock_limit = {limit:g} s")
-                    while (not out_of_time and len(self.running) < self.cfg.run["max_concurrent"]
-                           and len(opt.trials) < self.cfg.run["trials"]):
-                        self._launch(task, opt.suggest().trial_id)
-                        self._save()
-                    # MLflow after the refill: logging never keeps a free worker waiting
-                    recorded = self._flush_log()
-                    self.progress.update(self._snapshot(self.elapsed()), force=recorded > 0)
-                    if not self.running:
-                        break
-                    ready, _ = ray.wait(list(self.running), num_returns=1,
-                                        timeout=self._wait_time(limit))
-                    for ref in ready:
-                        self._collect(ref)
-            status = KILLED if stop.requested else FINISHED
-        except KeyboardInterrupt:   # a second Ctrl-C: stop at once
-            status = KILLED
-        for ref in self.stopping:
-            ray.cancel(ref, force=True)
-        if status == KILLED:
-            for ref in self.running:
-                ray.cancel(ref, force=True)
-            self.progress.message(f"\ninterrupted: {len(self.running)} running trial(s) will start "
-                                  f"again with --resume (state: {self.state_path})")
-            self.running.clear()
+        with StopOnSignal() as stop:
+            backend = RayBackend(task, self._trainable, self.cfg.trainable_options,
+                                 self.cfg.run["seed"], clock=self.clock, grace=self.grace,
+                                 interrupted=stop)
+            self.loop = StudyLoop(opt, backend, self._limits(), metric=self.cfg.objective["metric"],
+                                  callbacks=[_SaveState(self), _LogToMlflow(self), _ShowProgress(self)],
+                                  should_stop=stop)
+            now = self.clock()
+            for tid in restart:
+                opt.restart(tid, now)
+            try:
+                done = self.loop.run(restart=[(tid, opt.trials[tid].config) for tid in restart])
+            except KeyboardInterrupt:   # a second Ctrl-C: stop at once
+                backend.abandon()
+                done = False
+            backend.close()
+        status = FINISHED if done else KILLED
+        if not done:
+            self.progress.message(f"\ninterrupted: {len(self.loop.running)} running trial(s) will "
+                                  f"start again with --resume (state: {self.state_path})")
         self._save()
         self._flush_log()
         if started_here:
             ray.shutdown()
         return self._finish(status)
 
+    def _limits(self) -> Limits:
+        """The loop's limits: slots, trial timeout, wall-clock deadline (this session's share of
+        ``run.wall_clock_limit``), and the reasons a stopped trial is given."""
+        run, b = self.cfg.run, self.cfg.budget
+        limit = run["wall_clock_limit"]
+        budget_reason = "passed the budget by more than budget.stop_margin"
+        if b is not None and b.get("stop_margin") is not None:
+            budget_reason = (f"passed the budget of {b['seconds']:.3g} s by more than "
+                             f"budget.stop_margin = {b['stop_margin']:g}")
+        return Limits(run["trials"] - len(self.optimizer.trials) + len(self.optimizer.running),
+                      slots=run["max_concurrent"], trial_timeout=run["trial_timeout"],
+                      deadline=None if limit is None else self._t0 + limit - self.session.elapsed_before,
+                      deadline_reason=f"the study reached run.wall_clock_limit = {limit} s",
+                      budget_reason=budget_reason)
+
     def elapsed(self) -> float:
         """Seconds this study has run, over all its sessions."""
         return self.session.elapsed_before + self.clock() - self._t0
-
-    def _launch(self, task: Any, trial_id: int) -> None:
-        opt = self.optimizer
-        trial = opt.trials[trial_id]
-        ref = task.remote(self._trainable, trial.config, self.cfg.trainable_options,
-                          self.cfg.run["seed"] + trial_id)
-        self.running[ref] = Running(trial_id, trial.start_time)
-
-    def _wait_time(self, limit: float | None) -> float:
-        """Until the next thing the loop must act on: a timeout, a budget stop, the wall clock."""
-        wait = self.poll
-        if limit is not None:
-            wait = min(wait, max(limit - self.elapsed(), 0.0))
-        return max(wait, 0.01)
-
-    def _stop_overdue(self, now: float) -> None:
-        if self.stopping:
-            gone, _ = ray.wait(list(self.stopping), num_returns=len(self.stopping), timeout=0)
-            for ref in gone:
-                del self.stopping[ref]
-            for ref, deadline in list(self.stopping.items()):
-                if now > deadline:
-                    ray.cancel(ref, force=True)
-                    del self.stopping[ref]
-        timeout = self.cfg.run["trial_timeout"]
-        by_id = {r.trial_id: ref for ref, r in self.running.items()}
-        if timeout is not None:
-            for ref, r in list(self.running.items()):
-                if now - r.start > timeout:
-                    self._cancel(ref, TIMED_OUT, f"ran longer than run.trial_timeout = {timeout:g} s")
-        for tid in self.optimizer.trials_to_stop(now):
-            if tid in by_id and by_id[tid] in self.running:
-                b = self.cfg.budget
-                self._cancel(by_id[tid], TIMED_OUT, f"passed the budget of {b['seconds']:.3g} s by "
-                             f"more than budget.stop_margin = {b['stop_margin']:g}")
 
     def _reference_config(self) -> dict[str, Any]:
         """``budget.reference`` if it is a configuration, else the center of the search space
@@ -394,7 +346,7 @@ class StudyRunner:
             try:
                 ray.get(refs)
             except rex.RayError as exc:   # a trainable that fails here fails in the study too
-                self.progress.message(f"warning: warm-up run failed ({_first_line(exc)})")
+                self.progress.message(f"warning: warm-up run failed ({first_line(exc)})")
 
     def _measure_budget(self, task: Any) -> None:
         """Resolve a relative budget (``limit: 1.5x``): run the reference configuration once on
@@ -416,7 +368,7 @@ class StudyRunner:
                     out = ray.get(ready[0])
                 except rex.RayError as exc:
                     raise ConfigError(f"budget.reference: the reference run of "
-                                      f"{_format_config(config)} failed ({_task_error(exc)}); set "
+                                      f"{_format_config(config)} failed ({task_error(exc)}); set "
                                       "budget.limit in seconds or another budget.reference") from None
                 if b["metric"] == "runtime":
                     values.append(end - t0)
@@ -441,56 +393,15 @@ class StudyRunner:
             text += f"; a run is stopped at {b['seconds'] * (1 + b['stop_margin']):.3g} s"
         return text
 
-    def _cancel(self, ref: ray.ObjectRef, status: str, reason: str) -> None:
-        """Stop a trial: KeyboardInterrupt in its worker, which stays alive (and warm); a
-        trial still running ``grace`` seconds later is killed with its worker."""
-        r = self.running.pop(ref)
-        ray.cancel(ref, force=False)
-        self.stopping[ref] = self.clock() + self.grace
-        end = self.clock()
-        self._record(r, status, reason, {"runtime": end - r.start}, end, info={})
-
-    def _collect(self, ref: ray.ObjectRef) -> None:
-        r = self.running.pop(ref)
-        end = self.clock()
-        metrics = {"runtime": end - r.start}
-        try:
-            out = ray.get(ref)
-        except rex.RayTaskError as exc:
-            return self._record(r, FAILED, _task_error(exc), metrics, end, info={})
-        except rex.OutOfMemoryError as exc:
-            return self._record(r, KILLED, f"killed by Ray's memory monitor: {_first_line(exc)}",
-                                metrics, end, info={})
-        except rex.RayError as exc:   # worker crashed, node died, object lost
-            return self._record(r, FAILED, f"worker or node lost ({type(exc).__name__}): "
-                                f"{_first_line(exc)}", metrics, end, info={})
-        metrics.update(out["metrics"])
-        info = {"node": out["node_id"], "host": out["host"]}
-        self._record(r, FINISHED, None, metrics, end, info)
-
-    def _record(self, r: Running, status: str, reason: str | None, metrics: dict[str, float],
-                end: float, info: dict[str, str]) -> None:
-        """Tell the optimizer and save the state; MLflow follows in ``_flush_log`` (a crash in
-        between leaves a result that ``_log_unlogged`` sends on resume)."""
-        opt = self.optimizer
-        key = self.cfg.objective["metric"]
-        if status == FINISHED:
-            if key not in metrics:
-                status, reason = FAILED, (f"the trial reported no '{key}' (objective.metric); it "
-                                          f"reported {sorted(metrics)}")
-            else:
-                try:
-                    opt.tell(r.trial_id, metrics[key], metrics=metrics, finish_time=end)
-                except ValueError as exc:
-                    status, reason = FAILED, str(exc)
-                if opt.trials[r.trial_id].status != COMPLETED and status == FINISHED:
-                    status, reason = FAILED, opt.trials[r.trial_id].reason
-        if status != FINISHED:
-            opt.fail(r.trial_id, f"{status}: {reason}", metrics=metrics, finish_time=end)
-        self.session.busy_seconds += end - r.start
-        self.session.outcomes[r.trial_id] = {"status": status, "reason": reason, **info}
+    def _recorded(self, outcome: Outcome) -> None:
+        """A trial's outcome is in the optimizer: keep where it ran, save the state; MLflow
+        follows in ``_flush_log`` (a crash in between leaves a result that ``_log_unlogged``
+        sends on resume)."""
+        self.session.busy_seconds += outcome.runtime
+        if outcome.info:
+            self.session.where[outcome.trial_id] = outcome.info
         self._save()
-        self._to_log.append(r.trial_id)
+        self._to_log.append(outcome.trial_id)
 
     # --- MLflow -----------------------------------------------------------------------------
 
@@ -498,7 +409,6 @@ class StudyRunner:
         from tuner.integrations.mlflow.tracking import TrialRecord
 
         tr = self.optimizer.trials[trial_id]
-        out = self.session.outcomes[trial_id]
         metrics = dict(tr.metrics)
         if tr.value is not None:
             metrics.setdefault(self.cfg.objective["metric"], tr.value)
@@ -506,14 +416,14 @@ class StudyRunner:
             g = c.observed(tr)
             if g is not None:
                 metrics[f"g_{c.metric}"] = g
-        tags = {"trial_id": str(trial_id), "status": out["status"],
+        tags = {"trial_id": str(trial_id), "status": str(tr.status),
                 "pending_at_suggest": str(tr.pending_at_suggest)}
         if self.cfg.budget is not None:
             tags["over_budget"] = str(int(self._over_budget(trial_id)))
-        for key in ("node", "host", "reason"):
-            if out.get(key):
-                tags[key] = str(out[key])
-        return TrialRecord(trial_id, dict(tr.config), out["status"], metrics, tags,
+        for key, value in {**self.session.where.get(trial_id, {}), "reason": tr.reason}.items():
+            if value:
+                tags[key] = str(value)
+        return TrialRecord(trial_id, dict(tr.config), str(tr.status), metrics, tags,
                            tr.start_time, tr.finish_time or tr.start_time)
 
     def _flush_log(self) -> int:
@@ -530,28 +440,29 @@ class StudyRunner:
                    "utilization": snap.utilization}
         if snap.best is not None:
             metrics["best_so_far"] = snap.best
-        self.tracker.log_progress(len(self.session.outcomes), metrics)
+        self.tracker.log_progress(len(self._ended()), metrics)
 
     def _log_unlogged(self) -> None:
         """Results saved in the state but not yet in MLflow (a crash between the two)."""
         logged = self.tracker.logged_trial_ids()
-        for tid in sorted(set(self.session.outcomes) - logged):
+        for tid in sorted(set(self._ended()) - logged):
             self._log_trial(tid)
 
     # --- reporting --------------------------------------------------------------------------
 
     def _snapshot(self, elapsed: float) -> Snapshot:
         opt = self.optimizer
-        outcomes = self.session.outcomes
+        ended = [self.optimizer.trials[tid] for tid in self._ended()]
         feasible = bool(opt.constraints)
         best = opt.best(feasible=feasible)
         over = opt.best() if best is None and feasible else None
         now = self.clock()
-        busy = self.session.busy_seconds + sum(now - r.start for r in self.running.values())
+        running = self.loop.running if self.loop is not None else {}
+        busy = self.session.busy_seconds + sum(now - start for start in running.values())
         slots = self.cfg.run["max_concurrent"]
-        return Snapshot(done=sum(o["status"] == FINISHED for o in outcomes.values()),
-                        failed=sum(o["status"] != FINISHED for o in outcomes.values()),
-                        running=len(self.running), total=self.cfg.run["trials"],
+        return Snapshot(done=sum(tr.status == FINISHED for tr in ended),
+                        failed=sum(tr.status != FINISHED for tr in ended),
+                        running=len(running), total=self.cfg.run["trials"],
                         best=None if best is None else best.value,
                         best_trial=None if best is None else best.trial_id,
                         violations=self._violations(),
@@ -559,28 +470,30 @@ class StudyRunner:
                         elapsed=elapsed, best_over=None if over is None else over.value,
                         best_over_trial=None if over is None else over.trial_id)
 
+    def _ended(self) -> list[int]:
+        """Ids of the trials that have ended, in order."""
+        return [tr.trial_id for tr in self.optimizer.trials if tr.status != Status.RUNNING]
+
     def _over_budget(self, trial_id: int) -> bool:
-        """The trial's observed constraint values violate a constraint (the budget)."""
-        tr = self.optimizer.trials[trial_id]
-        return any((c.observed(tr) or 0.0) > 0 for c in self.optimizer.constraints)
+        return violated(self.optimizer.trials[trial_id], self.optimizer.constraints)
 
     def _violations(self) -> int:
-        return sum(self._over_budget(tid) for tid in self.session.outcomes)
+        return sum(self._over_budget(tid) for tid in self._ended())
 
     def _warn_if_nothing_fits(self) -> None:
         """While no trial has finished within the budget, say so once max(3, slots) trials have
         ended, and again each time that count doubles: the fastest run time against the limit,
         and what to change."""
-        ended = len(self.session.outcomes)
+        ended = len(self._ended())
         if self.cfg.budget is None or ended < self._next_warning:
             return
         self._next_warning = 2 * ended
-        if any(o["status"] == FINISHED and not self._over_budget(tid)
-               for tid, o in self.session.outcomes.items()):
+        if any(self.optimizer.trials[tid].status == FINISHED and not self._over_budget(tid)
+               for tid in self._ended()):
             self._next_warning = math.inf     # something fits: no more warnings
             return
         b = self.cfg.budget
-        times = [self.optimizer.trials[tid].metrics.get(b["metric"]) for tid in self.session.outcomes]
+        times = [self.optimizer.trials[tid].metrics.get(b["metric"]) for tid in self._ended()]
         times = [t for t in times if t is not None]
         if len(times) < ended:   # some failed without a run time: not a budget problem alone
             return
@@ -620,7 +533,7 @@ class StudyRunner:
         try:
             from tuner.app.plots import study_plots
 
-            records = [self._trial_record(tid) for tid in sorted(self.session.outcomes)]
+            records = [self._trial_record(tid) for tid in self._ended()]
             budget = self.cfg.budget["seconds"] if self.cfg.budget else None
             paths += study_plots(records, self.dir, self.cfg.objective["metric"], budget,
                                  self.cfg.objective["mode"],
@@ -648,7 +561,7 @@ class StudyRunner:
             f"{self.cfg.mlflow['tracking_uri']}`" + (f"\n{unlogged} MLflow item(s) are not logged yet "
                                                      f"(kept in {self.dir}); --resume sends them"
                                                      if unlogged else ""))
-        return StudyResult(status, self.optimizer, self.session.outcomes, self.session.run_id,
+        return StudyResult(status, self.optimizer, self.session.where, self.session.run_id,
                            self.dir, elapsed, snap.utilization, unlogged,
                            None if finished else self._diagnosis())
 
@@ -685,41 +598,87 @@ class StudyRunner:
 
     def _diagnosis(self) -> str:
         """Why no trial finished, in one line, with what to change."""
-        outs = self.session.outcomes
-        if not outs:
+        ended = [self.optimizer.trials[tid] for tid in self._ended()]
+        if not ended:
             return "no trial ran (check run.trials and run.wall_clock_limit)"
         counts: dict[str, int] = {}
-        for o in outs.values():
-            counts[o["status"]] = counts.get(o["status"], 0) + 1
+        for tr in ended:
+            counts[str(tr.status)] = counts.get(str(tr.status), 0) + 1
         parts = ", ".join(f"{n} {status}" for status, n in counts.items())
-        budget_stops = [t for t, o in outs.items() if (o["reason"] or "").startswith("passed the budget")]
-        if len(budget_stops) == len(outs):
-            fastest = min(self.optimizer.trials[t].metrics.get("runtime", math.inf) for t in outs)
-            return (f"all {len(outs)} trials were stopped past the budget ({self._budget_text()}); "
+        budget_stops = [tr for tr in ended if self._stopped_for_budget(tr.trial_id)]
+        if len(budget_stops) == len(ended):
+            fastest = min(tr.metrics.get("runtime", math.inf) for tr in ended)
+            return (f"all {len(ended)} trials were stopped past the budget ({self._budget_text()}); "
                     f"the fastest had run {fastest:.3g} s. Raise budget.limit (e.g. --budget 3x) "
                     "or budget.stop_margin, or run fewer trials at once (--max-concurrent)")
-        first = next(o["reason"] for t, o in sorted(outs.items())
-                     if not (o["reason"] or "").startswith("passed the budget"))
+        first = next(tr.reason for tr in ended if not self._stopped_for_budget(tr.trial_id))
         return f"{parts}; first reason: {first}"
+
+    def _stopped_for_budget(self, trial_id: int) -> bool:
+        return (self.optimizer.trials[trial_id].status == Status.TIMED_OUT
+                and self._over_budget(trial_id))
 
     def _write_table(self, path: Path) -> list[dict[str, Any]]:
         opt, key = self.optimizer, self.cfg.objective["metric"]
         rows = []
-        for tid in sorted(self.session.outcomes):
-            tr, out = opt.trials[tid], self.session.outcomes[tid]
-            rows.append({"trial": tid, "status": out["status"], key: tr.value,
+        for tid in self._ended():
+            tr, where = opt.trials[tid], self.session.where.get(tid, {})
+            rows.append({"trial": tid, "status": str(tr.status), key: tr.value,
                          "runtime": tr.metrics.get("runtime"),
                          "over_budget": int(self._over_budget(tid)),
                          "train_time": tr.metrics.get("train_time"),
                          "pending_at_suggest": tr.pending_at_suggest, "start": tr.start_time,
-                         "finish": tr.finish_time, "node": out.get("node"),
-                         "reason": out.get("reason"), **tr.config})
+                         "finish": tr.finish_time, "node": where.get("node"),
+                         "reason": tr.reason, **tr.config})
         if rows:
             with open(path, "w", newline="") as fh:
                 w = csv.DictWriter(fh, fieldnames=list(rows[0]))
                 w.writeheader()
                 w.writerows(rows)
         return rows
+
+
+class _SaveState(LoopCallback):
+    """The study state after every suggestion and every result."""
+
+    def __init__(self, runner: StudyRunner):
+        self.runner = runner
+
+    def on_launch(self, trial_id: int, config: Mapping[str, Any]) -> None:
+        self.runner._save()
+
+    def on_end(self, outcome: Outcome) -> None:
+        self.runner._recorded(outcome)
+
+
+class _LogToMlflow(LoopCallback):
+    """MLflow after the slots are refilled: logging never keeps a free worker waiting."""
+
+    def __init__(self, runner: StudyRunner):
+        self.runner = runner
+
+    def on_step(self, loop: StudyLoop) -> None:
+        self.runner._flush_log()
+
+
+class _ShowProgress(LoopCallback):
+    """The progress line: after every result, and every ``Progress.interval`` seconds."""
+
+    def __init__(self, runner: StudyRunner):
+        self.runner = runner
+        self.ended = 0
+
+    def on_end(self, outcome: Outcome) -> None:
+        self.ended += 1
+
+    def on_step(self, loop: StudyLoop) -> None:
+        r = self.runner
+        r._warn_if_nothing_fits()
+        r.progress.update(r._snapshot(r.elapsed()), force=self.ended > 0)
+        self.ended = 0
+
+    def wake_at(self, now: float) -> float | None:
+        return now + self.runner.progress.interval
 
 
 # Ray starts its workers at niceness 15 by default, so on a machine where any other CPU-bound
@@ -763,44 +722,6 @@ class _InThread:
         return self._value
 
 
-class _StopOnSignal:
-    """The first Ctrl-C or SIGTERM asks the loop to stop after its current step (the state
-    stays consistent); a second Ctrl-C raises KeyboardInterrupt at once."""
-
-    def __init__(self) -> None:
-        self.requested = False
-        self._old: dict[int, Any] = {}
-
-    def _handle(self, signum: int, frame: Any) -> None:
-        if self.requested and signum == signal.SIGINT:
-            raise KeyboardInterrupt
-        self.requested = True
-        print(f"\n{signal.Signals(signum).name}: stopping after the current step "
-              "(Ctrl-C again to stop at once)", flush=True)
-
-    def __enter__(self) -> "_StopOnSignal":
-        if threading.current_thread() is threading.main_thread():
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                self._old[sig] = signal.signal(sig, self._handle)
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        for sig, handler in self._old.items():
-            signal.signal(sig, handler)
-
-
-def _task_error(exc: BaseException) -> str:
-    """``ExceptionType: last line of its message`` for an error raised inside a Ray task."""
-    cause = getattr(exc, "cause", None) or exc
-    msg = str(cause).strip().splitlines()
-    return f"{type(cause).__name__}: {msg[-1] if msg else ''}"
-
-
 def _format_config(config: Mapping[str, Any]) -> str:
     return ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
                      for k, v in config.items())
-
-
-def _first_line(exc: BaseException) -> str:
-    lines = str(exc).strip().splitlines()
-    return lines[0][:300] if lines else type(exc).__name__

@@ -1,0 +1,98 @@
+"""A trial and its outcome: the one vocabulary of statuses every part of the project uses.
+
+=========  ==================================================================================
+RUNNING    started, no outcome yet (censored while it runs, paper 001 eq. 1)
+FINISHED   reported its metrics; the objective enters the GP (``Optimizer.tell``)
+FAILED     raised, reported no or a non-finite objective, or lost its worker or node
+TIMED_OUT  stopped past ``run.trial_timeout`` or past the budget by ``stop_margin``
+KILLED     stopped because the study reached its wall-clock limit, or killed by Ray's memory
+           monitor
+=========  ==================================================================================
+
+Every status but RUNNING and FINISHED censors the objective for good (``Optimizer.fail``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+import numpy as np
+
+
+class Status(str, Enum):
+    """A trial's status; a ``str`` so it compares equal to, and serializes as, its name."""
+
+    RUNNING = "RUNNING"
+    FINISHED = "FINISHED"
+    FAILED = "FAILED"
+    TIMED_OUT = "TIMED_OUT"
+    KILLED = "KILLED"
+
+    def __str__(self) -> str:
+        return self.value
+
+    @property
+    def censored(self) -> bool:
+        """Ended without an objective value (FAILED, TIMED_OUT or KILLED)."""
+        return self not in (Status.RUNNING, Status.FINISHED)
+
+
+
+@dataclass
+class Trial:
+    """One started evaluation and everything the optimizer knows about it."""
+
+    trial_id: int
+    config: dict[str, Any]
+    x: np.ndarray
+    start_time: float
+    start_index: int
+    pending_at_suggest: int = 0
+    status: Status = Status.RUNNING
+    value: float | None = None
+    metrics: dict[str, float] = field(default_factory=dict)
+    finish_time: float | None = None
+    finish_index: int | None = None
+    reason: str | None = None
+
+    def delay(self, unit: str) -> float | None:
+        """d_s in ``unit``; None while the result has not arrived."""
+        if self.status == Status.RUNNING or self.finish_time is None or self.finish_index is None:
+            return None
+        if unit == "iterations":
+            return float(self.finish_index - self.start_index - 1)
+        return float(self.finish_time - self.start_time)
+
+    def age(self, unit: str, now: float, t: int) -> float:
+        """tau_bar - tau_s (seconds) or t - s (iterations) when query ``t`` is chosen."""
+        return float(t - self.start_index) if unit == "iterations" else float(now - self.start_time)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"trial_id": self.trial_id, "config": self.config, "x": [float(v) for v in self.x],
+                "start_time": self.start_time, "start_index": self.start_index,
+                "pending_at_suggest": self.pending_at_suggest, "status": self.status.value,
+                "value": self.value, "metrics": self.metrics, "finish_time": self.finish_time,
+                "finish_index": self.finish_index, "reason": self.reason}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Trial":
+        d = dict(d)
+        d["x"] = np.asarray(d["x"], dtype=float)
+        d["status"] = Status(d["status"])
+        return cls(**d)
+
+
+def upgrade_v1(d: dict[str, Any]) -> dict[str, Any]:
+    """A trial saved by state version 1: COMPLETED is FINISHED; a FAILED trial whose reason
+    starts with another status (``"TIMED_OUT: ..."`` from the study loop, ``"TIMED_OUT"`` from
+    the simulator) gets that status and the rest of the reason."""
+    d = dict(d)
+    if d["status"] == "COMPLETED":
+        d["status"] = Status.FINISHED.value
+    elif d["status"] == "FAILED" and d.get("reason"):
+        head, _, rest = d["reason"].partition(":")
+        if head in Status.__members__ and Status(head).censored:
+            d["status"], d["reason"] = head, rest.strip() or head
+    return d

@@ -1,0 +1,146 @@
+"""The Ray task backend of ``tuner.loop.loop.StudyLoop``: one Ray task per trial.
+
+Trials run as plain Ray tasks (``ray.wait`` on the running set), not as Ray Tune trials: on
+this 2-core machine the task loop kept the slots far busier for short trials (README, "Why Ray
+tasks"; ``scripts/bench_orchestration.py``).
+
+A stopped trial gets a KeyboardInterrupt in its worker (``ray.cancel(force=False)``), so the
+worker survives with its imports warm; only a trial that ignores it for ``grace`` seconds (stuck
+in C code) is killed with its worker.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from typing import Any, Callable, Mapping
+
+import ray
+from ray import exceptions as rex
+
+from tuner.core.trial import Status
+from tuner.loop.loop import Result
+
+# ``ray.wait`` blocks in C and runs no Python signal handler until it returns: a blocked wait
+# is cut into pieces this long so that a Ctrl-C is acted on within that time.  A result or a
+# stop time ends the wait at once; this bounds only the reaction to a signal.
+SIGNAL_CHECK = 1.0
+
+
+def execute_trial(trainable: str | Callable, config: dict[str, Any], options: dict[str, Any],
+                  seed: int) -> dict[str, Any]:
+    """The body of one Ray task: train, and say where it ran."""
+    from trainables import get_trainable
+
+    metrics = get_trainable(trainable)(config, options, seed)
+    return {"metrics": {k: float(v) for k, v in metrics.items()},
+            "node_id": ray.get_runtime_context().get_node_id(), "host": socket.gethostname()}
+
+
+class RayBackend:
+    """Runs each trial as a Ray task of ``execute_trial`` (``task``: its remote function with
+    the trial's resources)."""
+
+    def __init__(self, task: Any, trainable: str | Callable, options: Mapping[str, Any],
+                 seed: int, clock: Callable[[], float] = time.time, grace: float = 5.0,
+                 interrupted: Callable[[], bool] = lambda: False):
+        self.task, self.trainable, self.options, self.seed = task, trainable, dict(options), seed
+        self.clock, self.grace, self.interrupted = clock, grace, interrupted
+        self._running: dict[ray.ObjectRef, int] = {}
+        self._stopping: dict[ray.ObjectRef, float] = {}    # cancelled -> when to kill its worker
+
+    def launch(self, trial_id: int, config: Mapping[str, Any]) -> None:
+        ref = self.task.remote(self.trainable, dict(config), self.options, self.seed + trial_id)
+        self._running[ref] = trial_id
+
+    def wait(self, until: float | None) -> list[Result]:
+        """Every result that is ready once one is, or none when ``until`` comes (or a kill
+        deadline of a stopped trial, or a stop request)."""
+        while True:
+            self._reap()
+            now = self.clock()
+            ends = [t for t in (until, min(self._stopping.values(), default=None)) if t is not None]
+            timeout = max(min(ends) - now, 0.0) if ends else None
+            if self.interrupted():
+                return []
+            if not self._running:
+                if timeout:
+                    time.sleep(min(timeout, SIGNAL_CHECK))
+                return []
+            piece = SIGNAL_CHECK if timeout is None else min(timeout, SIGNAL_CHECK)
+            refs = list(self._running)
+            ready, _ = _wait(refs, 1, piece)
+            if ready:      # and every other result that is ready by now
+                ready, _ = _wait(refs, len(refs), 0)
+                return [self._collect(ref) for ref in ready]
+            if timeout is not None and piece >= timeout:
+                return []
+
+    def stop(self, trial_id: int) -> None:
+        ref = next(r for r, tid in self._running.items() if tid == trial_id)
+        del self._running[ref]
+        ray.cancel(ref, force=False)
+        self._stopping[ref] = self.clock() + self.grace
+
+    def abandon(self) -> None:
+        for ref in [*self._running, *self._stopping]:
+            ray.cancel(ref, force=True)
+        self._running.clear()
+        self._stopping.clear()
+
+    def close(self) -> None:
+        """Kill the workers of stopped trials that are still running."""
+        for ref in self._stopping:
+            ray.cancel(ref, force=True)
+        self._stopping.clear()
+
+    def _reap(self) -> None:
+        """Forget stopped trials whose task has ended; kill those past their grace."""
+        if not self._stopping:
+            return
+        gone, _ = ray.wait(list(self._stopping), num_returns=len(self._stopping), timeout=0)
+        for ref in gone:
+            del self._stopping[ref]
+        now = self.clock()
+        for ref, deadline in list(self._stopping.items()):
+            if now >= deadline:
+                ray.cancel(ref, force=True)
+                del self._stopping[ref]
+
+    def _collect(self, ref: ray.ObjectRef) -> Result:
+        tid = self._running.pop(ref)
+        end = self.clock()
+        try:
+            out = ray.get(ref)
+        except rex.RayTaskError as exc:
+            return Result(tid, end, {}, Status.FAILED, task_error(exc))
+        except rex.OutOfMemoryError as exc:
+            return Result(tid, end, {}, Status.KILLED,
+                          f"killed by Ray's memory monitor: {first_line(exc)}")
+        except rex.RayError as exc:   # worker crashed, node died, object lost
+            return Result(tid, end, {}, Status.FAILED,
+                          f"worker or node lost ({type(exc).__name__}): {first_line(exc)}")
+        return Result(tid, end, out["metrics"], info={"node": out["node_id"], "host": out["host"]})
+
+
+def _wait(refs: list, num_returns: int, timeout: float) -> tuple[list, list]:
+    """``ray.wait``; a second Ctrl-C during it surfaces as KeyboardInterrupt (Ray reports the
+    exception its C code found set as a SystemError)."""
+    try:
+        return ray.wait(refs, num_returns=num_returns, timeout=timeout)
+    except SystemError as exc:
+        if isinstance(exc.__context__ or exc.__cause__, KeyboardInterrupt):
+            raise KeyboardInterrupt from None
+        raise
+
+
+def task_error(exc: BaseException) -> str:
+    """``ExceptionType: last line of its message`` for an error raised inside a Ray task."""
+    cause = getattr(exc, "cause", None) or exc
+    msg = str(cause).strip().splitlines()
+    return f"{type(cause).__name__}: {msg[-1] if msg else ''}"
+
+
+def first_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return lines[0][:300] if lines else type(exc).__name__
