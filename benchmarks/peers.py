@@ -110,6 +110,9 @@ class Adapter:
         c = self.constraints[0]
         return float(c.g(float((metrics or {})[c.metric])))
 
+    def started(self, trial_id: int, now: float | None = None) -> None:
+        pass           # the peers keep no start times
+
     def trials_to_stop(self, now: float | None = None) -> list[int]:
         return []      # the peers do not stop trials
 

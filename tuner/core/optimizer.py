@@ -307,10 +307,11 @@ class Optimizer:
             if c.runtime and c.metric not in trial.metrics:
                 trial.metrics[c.metric] = trial.finish_time - trial.start_time
 
-    def restart(self, trial_id: int, now: float | None = None) -> None:
-        """A running trial whose run was lost with the study process starts again now, with its
-        id, configuration and place in the query order; only its start time moves (so its
-        censoring window and elapsed time count from the new start)."""
+    def started(self, trial_id: int, now: float | None = None) -> None:
+        """A running trial's run began ``now``: its launch after the suggestion, or its start
+        again after a resume (same id, configuration and place in the query order).  Only its
+        start time moves, so its censoring window, elapsed time and stop time count from the
+        run's real start."""
         self._running(trial_id).start_time = float(self.clock() if now is None else now)
 
     def stop_time(self, trial_id: int) -> float | None:

@@ -41,6 +41,7 @@ class AskTell(Protocol):
              finish_time: float | None = None) -> None: ...
     def fail(self, trial_id: int, reason: str = "failed", metrics: Mapping[str, float] | None = None,
              finish_time: float | None = None, status: Status | str = Status.FAILED) -> None: ...
+    def started(self, trial_id: int, now: float | None = None) -> None: ...
     def trials_to_stop(self, now: float | None = None) -> list[int]: ...
     def next_stop_time(self) -> float | None: ...
 
@@ -172,7 +173,7 @@ class StudyLoop:
     def run(self, restart: Iterable[tuple[int, Mapping[str, Any]]] = ()) -> bool:
         """Run to the end; False if a stop was requested (the running trials are abandoned,
         still RUNNING for the optimizer).  ``restart``: (trial id, config) of running trials
-        to start again first (a resumed study; ``Optimizer.restart`` has set their start)."""
+        to start again first (a resumed study)."""
         clock = self.backend.clock
         for tid, config in restart:
             self._start(tid, config, clock())
@@ -207,7 +208,11 @@ class StudyLoop:
             self._start(s.trial_id, s.config, now)
 
     def _start(self, trial_id: int, config: Mapping[str, Any], now: float) -> None:
+        """Launch; the run's start (for its run time, timeout and stop time) is the launch,
+        after the suggestion was computed."""
         self.backend.launch(trial_id, config)
+        now = max(now, self.backend.clock())
+        self.optimizer.started(trial_id, now)
         self.running[trial_id] = now
         self.started += 1
         for cb in self.callbacks:

@@ -22,7 +22,7 @@ no trial's run time includes a worker's start-up.
 Nothing is lost on a stop: the study state (optimizer state + where each trial ran + MLflow run
 id) is written atomically after every suggestion and every result.  Ctrl-C or SIGTERM cancels
 the running tasks and leaves them RUNNING in the state; ``--resume`` starts them again under the
-same trial ids (``Optimizer.restart``), logs to MLflow whatever finished but was not logged
+same trial ids (``Optimizer.started``), logs to MLflow whatever finished but was not logged
 yet, and goes on.  A hard kill loses at most the results that had not been written yet, and
 those trials rerun on resume.
 """
@@ -285,9 +285,6 @@ class StudyRunner:
             self.loop = StudyLoop(opt, backend, self._limits(), metric=self.cfg.objective["metric"],
                                   callbacks=[_SaveState(self), _LogToMlflow(self), _ShowProgress(self)],
                                   should_stop=stop)
-            now = self.clock()
-            for tid in restart:
-                opt.restart(tid, now)
             try:
                 done = self.loop.run(restart=[(tid, opt.trials[tid].config) for tid in restart])
             except KeyboardInterrupt:   # a second Ctrl-C: stop at once
