@@ -177,5 +177,5 @@ def test_bad_tells_are_clear():
     s2 = opt.suggest()
     opt.tell(s2.trial_id, float("nan"))
     assert opt.trials[s2.trial_id].status == "FAILED"
-    with pytest.raises(ValueError, match="not an optimizer state"):
+    with pytest.raises(ValueError, match="not a tuner.optimizer state"):
         Optimizer.from_state({"format": "something"})

@@ -30,7 +30,7 @@ from .gp import Hyperparameters, Posterior
 from .kernels import make_kernel
 from .maximize import maximize, candidate_set
 from .model import CensoredModel, soft_view
-from .persist import write_json
+from .persist import envelope, opened, write_json
 from .space import SearchSpace
 from .trial import Status, Trial, upgrade_v1
 
@@ -641,8 +641,7 @@ class Optimizer:
     # --- persistence --------------------------------------------------------------------------
 
     def state_dict(self) -> dict[str, Any]:
-        return {
-            "format": STATE_FORMAT, "version": STATE_VERSION,
+        return envelope(STATE_FORMAT, STATE_VERSION, {
             "space": self.space.to_dict(), "settings": self.settings.to_dict(),
             "domain": None if self.domain is None else self.domain.tolist(),
             "trials": [tr.to_dict() for tr in self.trials],
@@ -651,7 +650,7 @@ class Optimizer:
             "handler": self.handler.state_dict(),
             "seen_constraint": sorted(self._seen_constraint),
             "rng": self.rng.bit_generator.state,
-        }
+        })
 
     def save(self, path: str | os.PathLike) -> None:
         """Write the state as JSON atomically (a crash never leaves half a file)."""
@@ -660,18 +659,14 @@ class Optimizer:
     @classmethod
     def from_state(cls, state: Mapping[str, Any], *, clock: Callable[[], float] = time.time,
                    samplers: Mapping[str, Sampler] | None = None) -> "Optimizer":
-        if state.get("format") != STATE_FORMAT:
-            raise ValueError(f"not an optimizer state (format={state.get('format')!r})")
-        if state.get("version") not in (1, STATE_VERSION):
-            raise ValueError(f"optimizer state version {state.get('version')!r} is not supported "
-                             f"(this version reads 1 and {STATE_VERSION})")
+        version = opened(state, STATE_FORMAT, (1, STATE_VERSION), "the optimizer state")
         # a state saved before a setting existed ran with the paper's value of it
         older = {k: v for k, v in PAPER_EXACT.items() if k not in state["settings"]}
         settings = Settings.from_dict({**older, **state["settings"]})
         domain = None if state["domain"] is None else np.asarray(state["domain"])
         opt = cls(SearchSpace.from_dict(state["space"]), settings, clock=clock, domain=domain,
                   samplers=samplers)
-        upgrade = upgrade_v1 if state["version"] == 1 else dict
+        upgrade = upgrade_v1 if version == 1 else dict
         opt.trials = [Trial.from_dict(upgrade(d)) for d in state["trials"]]
         opt._by_id = {tr.trial_id: tr for tr in opt.trials}
         opt.rng.bit_generator.state = state["rng"]

@@ -1,5 +1,6 @@
 """Writing a file so that a crash never leaves half of it: the one helper every state file,
-spool and result file of the project goes through.
+spool and result file of the project goes through; and the versioned envelope every saved state
+carries (``{"format": kind, "version": n, ...}``, read back with ``opened`` / ``read_state``).
 
 The text goes to a temporary file in the same directory, is flushed and fsync'd, replaces the
 target with ``os.replace`` (atomic on POSIX and Windows), and the directory entry is fsync'd
@@ -12,7 +13,7 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable, Mapping
 
 
 def write_atomic(path: str | os.PathLike, text: str) -> None:
@@ -50,3 +51,42 @@ def fsync_dir(path: str | os.PathLike) -> None:
         pass
     finally:
         os.close(fd)
+
+
+class StateError(ValueError):
+    """A saved state this version cannot read: another kind of file, or a version it does not
+    know."""
+
+
+def envelope(kind: str, version: int, body: Mapping[str, Any]) -> dict[str, Any]:
+    """A state as saved: ``{"format": kind, "version": version, **body}``."""
+    return {"format": kind, "version": version, **body}
+
+
+def opened(state: Mapping[str, Any], kind: str, versions: Iterable[int], what: str) -> int:
+    """The version of a saved ``kind`` state; ``StateError`` naming ``what`` (e.g. the file)
+    if it is another kind of file or a version not in ``versions``."""
+    versions = tuple(versions)
+    if not isinstance(state, Mapping) or state.get("format") != kind:
+        found = state.get("format") if isinstance(state, Mapping) else type(state).__name__
+        raise StateError(f"{what} is not a {kind} state (format {found!r})")
+    if state.get("version") not in versions:
+        raise StateError(f"{what}: {kind} version {state.get('version')!r} is not one this "
+                         f"version of tuner reads ({', '.join(map(str, versions))})")
+    return int(state["version"])
+
+
+def write_state(path: str | os.PathLike, kind: str, version: int, body: Mapping[str, Any],
+                **dump_kw: Any) -> None:
+    """``write_json`` of the ``envelope``."""
+    write_json(path, envelope(kind, version, body), **dump_kw)
+
+
+def read_state(path: str | os.PathLike, kind: str, versions: Iterable[int]) -> tuple[int, dict[str, Any]]:
+    """(version, state) of a file written by ``write_state``; ``StateError`` if it is not one
+    this version reads, or not JSON."""
+    try:
+        state = json.loads(Path(path).read_text())
+    except json.JSONDecodeError as exc:
+        raise StateError(f"{path} is not a readable {kind} state: {exc}") from None
+    return opened(state, kind, versions, str(path)), state

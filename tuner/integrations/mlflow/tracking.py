@@ -61,13 +61,14 @@ from mlflow.utils.validation import (MAX_ENTITIES_PER_BATCH, MAX_ENTITY_KEY_LENG
                                      MAX_PARAM_VAL_LENGTH, MAX_PARAMS_TAGS_PER_BATCH,
                                      MAX_TAG_VAL_LENGTH)
 
-from tuner.core.persist import write_atomic
+from tuner.core.persist import opened, write_atomic, write_state
 
 log = logging.getLogger(__name__)
 
 DEFAULT_TRACKING_URI = "sqlite:///mlflow.db"
 SPOOL_FILE = "mlflow_spool.jsonl"
 STATE_FILE = "mlflow_tracker.json"
+PARENTS_FORMAT = "tuner.mlflow_parents"   # STATE_FILE: the parent runs this folder logs to
 REJECTED_FILE = "mlflow_rejected.jsonl"
 SPOOL_FILES_DIR = "mlflow_spool_files"
 PENDING = "pending:"
@@ -185,8 +186,12 @@ class StudyTracker:
         self.spool_path = self.dir / SPOOL_FILE
         self.rejected_path = self.dir / REJECTED_FILE
         self._state_path = self.dir / STATE_FILE
-        self._state: dict[str, Any] = (json.loads(self._state_path.read_text())
-                                       if self._state_path.exists() else {"parents": {}})
+        self._state: dict[str, Any] = {"parents": {}}
+        if self._state_path.exists():
+            state = json.loads(self._state_path.read_text())
+            if "format" in state:       # files written before the envelope have none
+                opened(state, PARENTS_FORMAT, (1,), str(self._state_path))
+            self._state = {"parents": state["parents"]}
         self._queue: list[dict[str, Any]] = self._read_spool()
         self._client: MlflowClient | None = None
         self._key: str | None = None
@@ -469,7 +474,7 @@ class StudyTracker:
         return self._state["parents"].setdefault(key, {"run_id": None, "experiment_id": None})
 
     def _save_state(self) -> None:
-        write_atomic(self._state_path, json.dumps(self._state, indent=1))
+        write_state(self._state_path, PARENTS_FORMAT, 1, self._state, indent=1)
 
     def _resolve(self, resume_run_id: str | None) -> str:
         """The local key of the parent run to log to (new, pending or an existing MLflow run)."""

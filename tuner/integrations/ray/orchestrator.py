@@ -48,7 +48,7 @@ from tuner.app.config import ConfigError, StudyConfig
 from tuner.app.progress import Progress, Snapshot, not_finished, rank_finished, summary_table
 from tuner.core.constraints import violated
 from tuner.core.optimizer import Optimizer
-from tuner.core.persist import write_atomic, write_json
+from tuner.core.persist import StateError, read_state, write_atomic, write_json, write_state
 from tuner.core.space import SearchSpace
 from tuner.core.trial import Status
 from tuner.loop.loop import Limits, LoopCallback, Outcome, StopOnSignal, StudyLoop
@@ -185,10 +185,10 @@ class StudyRunner:
             if not self.cfg.budget_pending:   # else: once the reference run has been measured
                 self.optimizer = Optimizer(self.cfg.space, self.cfg.settings, clock=self.clock)
             return []
-        state = json.loads(self.state_path.read_text())
-        if state.get("format") != STATE_FORMAT or state.get("version") not in (1, STATE_VERSION):
-            raise ConfigError(f"{self.state_path} is not a study state this version reads "
-                              f"(format {state.get('format')!r}, version {state.get('version')!r})")
+        try:
+            version, state = read_state(self.state_path, STATE_FORMAT, (1, STATE_VERSION))
+        except StateError as exc:
+            raise ConfigError(f"--resume: {exc}") from None
         old_budget = state["config"].get("budget") or {}
         if self.cfg.budget_pending and old_budget.get("seconds") is not None:
             # a relative budget keeps the limit measured when the study started
@@ -202,7 +202,7 @@ class StudyRunner:
                               "study name)")
         self.optimizer = Optimizer.from_state(state["optimizer"], clock=self.clock)
         s = state["session"]
-        where = s["where"] if state["version"] == STATE_VERSION else {   # 1: outcomes held it
+        where = s["where"] if version == STATE_VERSION else {   # 1: outcomes held it
             k: {key: o[key] for key in ("node", "host") if o.get(key)} for k, o in s["outcomes"].items()}
         self.session = _Session(float(s["elapsed_before"]), float(s["busy_seconds"]),
                                 {int(k): v for k, v in where.items()}, s["run_id"])
@@ -210,11 +210,10 @@ class StudyRunner:
 
     def _save(self) -> None:
         assert self.optimizer is not None
-        state = {"format": STATE_FORMAT, "version": STATE_VERSION, "config": self.cfg.resolved(),
-                 "optimizer": self.optimizer.state_dict(),
-                 "session": {"elapsed_before": self.elapsed(), "busy_seconds": self.session.busy_seconds,
-                             "where": self.session.where, "run_id": self.session.run_id}}
-        write_json(self.state_path, state, default=str)
+        write_state(self.state_path, STATE_FORMAT, STATE_VERSION, {
+            "config": self.cfg.resolved(), "optimizer": self.optimizer.state_dict(),
+            "session": {"elapsed_before": self.elapsed(), "busy_seconds": self.session.busy_seconds,
+                        "where": self.session.where, "run_id": self.session.run_id}}, default=str)
 
     def _start_tracking(self) -> float:
         """Import MLflow, open the store and start (or reopen) the parent run; returns the seconds

@@ -72,7 +72,7 @@ from ray.tune.search.variant_generator import parse_spec_vars
 from ray.util.debug import log_once
 
 from tuner.core.optimizer import Optimizer, Settings
-from tuner.core.persist import write_atomic
+from tuner.core.persist import envelope, opened, write_atomic
 from tuner.core.space import Categorical, Float, Int, SearchSpace, SpaceError
 from .tune_space import from_tune
 
@@ -360,21 +360,16 @@ class TunerSearch(Searcher):
         if skipped and log_once("tuner_search:constants"):
             logger.warning("TunerSearch: constants %s of the param space are not JSON-serializable "
                            "and are not checkpointed (Ray still passes them to the trials)", skipped)
-        return {
-            "format": STATE_FORMAT, "version": STATE_VERSION,
+        return envelope(STATE_FORMAT, STATE_VERSION, {
             "metric": self._metric, "mode": self._mode, "settings": self._settings,
             "space": None if self._space is None else self._space.to_dict(),
             "constants": constants, "points_to_evaluate": self._points,
             "trial_ids": self._trial_ids,
             "optimizer": None if self.optimizer is None else self.optimizer.state_dict(),
-        }
+        })
 
     def set_state(self, state: Mapping[str, Any]) -> None:
-        if state.get("format") != STATE_FORMAT:
-            raise ValueError(f"not a TunerSearch checkpoint (format={state.get('format')!r})")
-        if state.get("version") != STATE_VERSION:
-            raise ValueError(f"TunerSearch checkpoint version {state.get('version')!r} is not "
-                             f"supported (this version reads {STATE_VERSION})")
+        opened(state, STATE_FORMAT, (STATE_VERSION,), "the TunerSearch checkpoint")
         self._metric, self._mode = state["metric"], state["mode"]
         self._settings = dict(state["settings"])
         self._space = None if state["space"] is None else SearchSpace.from_dict(state["space"])
