@@ -150,13 +150,17 @@ def test_workers_are_kept_busy():
 @pytest.mark.parametrize("kw, words", [
     ({"algorithm": "gp-foo"}, ["algorithm", "gp-ucb-sdf"]),
     ({"mode": "maximize"}, ["mode", "'max'", "'min'"]),
-    ({"window_unit": "minutes"}, ["window.unit", "iterations", "seconds"]),
+    ({"window_unit": "minutes"}, ["window_unit", "iterations", "seconds"]),
     ({"window": -3}, ["window.size", "positive", "'inf'", "'auto'"]),
     ({"window": "wide"}, ["window.size", "positive", "'inf'", "'auto'"]),
     ({"objective_bounds": (1.0, 0.0)}, ["objective_bounds", "low < high"]),
     ({"kernel": "rbf"}, ["kernel", "matern52", "se"]),
     ({"beta_schedule": "fast"}, ["beta_schedule", "constant"]),
-    ({"refit_every": 0}, ["refit_every", "positive"]),
+    ({"refit_every": 0}, ["refit_every", ">= 1", "(got 0)"]),
+    ({"n_initial": "many"}, ["n_initial", "a whole number or 'auto'", "'many'"]),
+    ({"delay_lambda_power": 2}, ["delay_lambda_power", "in [0, 1]"]),
+    ({"stop_margin": True}, ["stop_margin", "number or null"]),
+    ({"lengthscale_prior": "yes"}, ["lengthscale_prior", "true or false"]),
     ({"windw": 3}, ["unknown", "windw"]),
 ])
 def test_bad_settings_name_the_field_and_allowed_values(kw, words):

@@ -231,7 +231,7 @@ def test_a_two_node_cluster_runs_trials_on_both_nodes(tmp_path):
     ({"colour": "red"}, "config: unknown key(s) ['colour']"),
     ({"trainable": "xgboost"}, "unknown trainable 'xgboost'"),
     ({"run": {"trials": 0}}, "run.trials: must be > 0"),
-    ({"run": {"max_concurrent": "two"}}, "run.max_concurrent: expected integer"),
+    ({"run": {"max_concurrent": "two"}}, "run.max_concurrent: expected a whole number"),
     ({"budget": {"limit": -1}}, "budget.limit: must be > 0"),
     ({"budget": {"limit": "fast"}}, "budget.limit: expected seconds (a number > 0) or a multiple "
                                     "of the reference run such as '1.5x' (got 'fast')"),
@@ -245,7 +245,7 @@ def test_a_two_node_cluster_runs_trials_on_both_nodes(tmp_path):
     ({"objective": {"mode": "maximize"}}, "objective.mode: must be one of ['max', 'min']"),
     ({"optimizer": {"algorithm": "tpe"}}, "algorithm must be one of"),
     ({"optimizer": {"mode": "min"}}, "optimizer.mode: set it as objective.mode"),
-    ({"space": {"x": {"type": "float", "low": 1, "high": 0}}}, "parameter 'x': low (1.0) must be < high"),
+    ({"space": {"x": {"type": "float", "low": 1, "high": 0}}}, "space.x: low (1.0) must be < high"),
     ({"trainable_options": {"epochs": 3}}, "unknown option(s) ['epochs'] for trainable 'synthetic'"),
 ])
 def test_bad_configs_name_the_field(tmp_path, change, message):

@@ -44,13 +44,13 @@ def test_snap_gives_valid_configs_and_is_idempotent():
     "spec, words",
     [
         ({}, ["empty"]),
-        ({"a": {"type": "float", "low": 1.0, "high": 1.0}}, ["'a'", "low", "high"]),
-        ({"a": {"type": "float", "low": 0.0, "high": 1.0, "log": True}}, ["'a'", "log", "low > 0"]),
-        ({"a": {"type": "int", "low": 5, "high": 2}}, ["'a'", "low"]),
-        ({"a": {"type": "categorical", "choices": []}}, ["'a'", "empty"]),
-        ({"a": {"type": "uniform", "low": 0, "high": 1}}, ["'a'", "float", "int", "categorical"]),
-        ({"a": {"type": "float", "low": 0, "high": 1, "step": 2}}, ["'a'", "step", "allowed"]),
-        ({"a": {"type": "float", "high": 1}}, ["'a'", "low"]),
+        ({"a": {"type": "float", "low": 1.0, "high": 1.0}}, ["space.a", "low", "high"]),
+        ({"a": {"type": "float", "low": 0.0, "high": 1.0, "log": True}}, ["space.a", "log", "low > 0"]),
+        ({"a": {"type": "int", "low": 5, "high": 2}}, ["space.a", "low"]),
+        ({"a": {"type": "categorical", "choices": []}}, ["space.a", "empty"]),
+        ({"a": {"type": "uniform", "low": 0, "high": 1}}, ["space.a", "float", "int", "categorical"]),
+        ({"a": {"type": "float", "low": 0, "high": 1, "step": 2}}, ["space.a", "step", "allowed"]),
+        ({"a": {"type": "float", "high": 1}}, ["space.a", "low"]),
     ],
 )
 def test_bad_spaces_name_parameter_and_rule(spec, words):
@@ -83,5 +83,5 @@ def test_ray_tune_domains_convert():
     assert d["f"]["log"] is True and d["f"]["high"] == 999
     assert "fixed" not in d
 
-    with pytest.raises(SpaceError, match="'g'"):
+    with pytest.raises(SpaceError, match="space.g: "):
         from_tune({"g": tune.sample_from(lambda spec: 1)})

@@ -260,10 +260,10 @@ def test_bad_arguments(kwargs, match):
 
 
 @pytest.mark.parametrize("space, match", [
-    ({"model": {"lr": tune.uniform(0, 1)}}, "'model/lr'.*nested"),
-    ({"x": tune.sample_from(lambda spec: 1.0)}, "'x'.*sample_from"),
-    ({"x": tune.grid_search([1, 2])}, "'x'.*grid_search"),
-    ({"x": 0.5}, "'x'.*plain format"),
+    ({"model": {"lr": tune.uniform(0, 1)}}, "space.model/lr: .*nested"),
+    ({"x": tune.sample_from(lambda spec: 1.0)}, "space.x: .*sample_from"),
+    ({"x": tune.grid_search([1, 2])}, "space.x: .*grid_search"),
+    ({"x": 0.5}, "space.x: .*plain format"),
 ])
 def test_unsupported_spaces_are_rejected(space, match):
     with pytest.raises(SpaceError, match=match):

@@ -18,9 +18,12 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, Callable, Mapping
 
-from . import cnn, logreg, svm, synthetic
 from .delay import inject_delay
+from tuner.core.fields import Field
+
 from .options import Option, integer, resolve
+
+SEED = integer(0)
 
 
 @dataclass(frozen=True)
@@ -33,25 +36,23 @@ class Trainable:
     objective: str
     run: Callable[[dict, dict, int], tuple[float, float]] = field(repr=False)
     option_specs: Mapping[str, Option] = field(repr=False)
-    config_checks: Mapping[str, Callable[[Any], Any]] = field(repr=False)
+    config_checks: Mapping[str, Field] = field(repr=False)
 
     def __call__(self, config: Mapping[str, Any], options: Mapping[str, Any] | None = None,
                  seed: int = 0) -> dict[str, float]:
         opts = self.resolve_options(options)
         cfg = self.check_config(config)
-        try:
-            seed = integer(0)(seed)
-        except ValueError as exc:
-            raise ValueError(f"seed of trainable '{self.name}': {exc}") from None
+        seed = SEED.check(f"seed of trainable '{self.name}'", seed)
         accuracy, train_time = self.run(cfg, opts, seed)
         delay = inject_delay(opts["delay"], opts["delay_mean"], opts["delay_unit"], seed)
         return {"accuracy": float(accuracy), "train_time": float(train_time),
                 "injected_delay": float(delay)}
 
-    def resolve_options(self, options: Mapping[str, Any] | None) -> dict[str, Any]:
+    def resolve_options(self, options: Mapping[str, Any] | None,
+                        where: str | None = None) -> dict[str, Any]:
         """The run options with defaults filled in and paths made absolute; unknown keys or bad
-        values raise ``ValueError`` naming the field and what is allowed."""
-        return resolve(self.name, self.option_specs, options)
+        values raise ``ValueError`` naming the field (under ``where``) and what is allowed."""
+        return resolve(self.name, self.option_specs, options, where)
 
     def check_config(self, config: Mapping[str, Any]) -> dict[str, Any]:
         """The configuration with values normalized (e.g. a whole float batch size to int);
@@ -61,13 +62,8 @@ class Trainable:
             got = sorted(config) if isinstance(config, Mapping) else config
             raise ValueError(f"config of trainable '{self.name}' must have exactly the "
                              f"hyperparameters {expected} (got {got!r})")
-        out = {}
-        for key, check in self.config_checks.items():
-            try:
-                out[key] = check(config[key])
-            except ValueError as exc:
-                raise ValueError(f"hyperparameter '{key}' of trainable '{self.name}': "
-                                 f"{exc}") from None
+        out = {key: f.check(f"hyperparameter '{key}' of trainable '{self.name}'", config[key])
+               for key, f in self.config_checks.items()}
         return out
 
 
@@ -78,9 +74,30 @@ def _make(name: str, module: ModuleType) -> Trainable:
                      config_checks=module.CONFIG)
 
 
-TRAINABLES: dict[str, Trainable] = {
-    "svm": _make("svm", svm), "logreg": _make("logreg", logreg), "cnn": _make("cnn", cnn),
-    "synthetic": _make("synthetic", synthetic)}
+class _Registry(Mapping[str, Trainable]):
+    """The built-in trainables by name; each module is imported on first use (none of them
+    imports torch before it trains)."""
+
+    NAMES = ("cnn", "logreg", "svm", "synthetic")
+
+    def __init__(self) -> None:
+        self._loaded: dict[str, Trainable] = {}
+
+    def __getitem__(self, name: str) -> Trainable:
+        if name not in self.NAMES:
+            raise KeyError(name)
+        if name not in self._loaded:
+            self._loaded[name] = _make(name, importlib.import_module(f"{__name__}.{name}"))
+        return self._loaded[name]
+
+    def __iter__(self):
+        return iter(self.NAMES)
+
+    def __len__(self) -> int:
+        return len(self.NAMES)
+
+
+TRAINABLES: Mapping[str, Trainable] = _Registry()
 
 
 @dataclass(frozen=True)
@@ -107,7 +124,8 @@ class FunctionTrainable:
             raise TypeError(f"trainable {self.name} must return numbers as metric values "
                             f"(got {dict(out)!r})") from None
 
-    def resolve_options(self, options: Mapping[str, Any] | None) -> dict[str, Any]:
+    def resolve_options(self, options: Mapping[str, Any] | None,
+                        where: str | None = None) -> dict[str, Any]:
         if options:
             raise ValueError(f"trainable_options are for the built-in trainables; {self.name} "
                              f"gets only its config (got {dict(options)!r})")

@@ -12,8 +12,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from . import data
-from .options import (DELAY, SGD_CONFIG, SPLIT, THREADS, Option, choice, directory, epochs_or_auto,
-                      sgd_space)
+from tuner.core.fields import Field
+
+from .options import DELAY, SGD_CONFIG, SPLIT, THREADS, Option, absolute, choice, sgd_space
 
 if TYPE_CHECKING:
     from torch import nn
@@ -24,10 +25,11 @@ AUTO_EPOCHS = {"digits": 80, "mnist": 1}
 OPTIONS = {
     "dataset": Option("digits", choice(*data.IMAGES),
                       "digits (scikit-learn 8x8, shipped) or mnist (files at mnist_root)"),
-    "mnist_root": Option("data", directory,
-                         "directory holding MNIST/raw/ with the four uncompressed IDX files"),
+    "mnist_root": Option("data", Field((str,)),
+                         "directory holding MNIST/raw/ with the four uncompressed IDX files",
+                         normalize=absolute),
     **SPLIT,
-    "epochs": Option("auto", epochs_or_auto,
+    "epochs": Option("auto", Field((int,), words=("auto",), minimum=1),
                      f"passes over the training data; auto = {AUTO_EPOCHS}"),
     **THREADS,
     **DELAY,

@@ -1,16 +1,17 @@
 """Run options of the trainables (data, epochs, threads, injected delay): one declaration per
 option with its default, its check and a line of documentation.
 
-An option's check returns the normalized value or raises ``ValueError`` saying what is allowed;
-``resolve`` merges user options over the defaults and names the offending field.
+Each option's ``Field`` (``tuner.core.fields``, the project's one way to check settings) says
+what it may be; ``resolve`` merges user options over the defaults and names the offending field.
 """
 
 from __future__ import annotations
 
-import math
 import os
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
+
+from tuner.core.fields import Field, check_keys
 
 from .data import TABULAR
 
@@ -18,55 +19,34 @@ from .data import TABULAR
 @dataclass(frozen=True)
 class Option:
     default: Any
-    check: Callable[[Any], Any]
+    field: Field                                   # what the value may be (tuner.core.fields)
     doc: str
+    normalize: Callable[[Any], Any] | None = None  # applied to a valid value
 
 
-def choice(*allowed: str) -> Callable[[Any], str]:
-    def check(v: Any) -> str:
-        if v not in allowed:
-            raise ValueError(f"must be one of {list(allowed)} (got {v!r})")
-        return v
-    return check
+def choice(*allowed: str) -> Field:
+    return Field((str,), choices=allowed)
 
 
-def integer(low: int) -> Callable[[Any], int]:
-    def check(v: Any) -> int:
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or v != int(v) or v < low:
-            raise ValueError(f"must be a whole number >= {low} (got {v!r})")
-        return int(v)
-    return check
+def integer(low: int) -> Field:
+    return Field((int,), minimum=low)
 
 
-def number(low: float, high: float = math.inf, low_open: bool = False,
-           high_open: bool = False) -> Callable[[Any], float]:
-    def check(v: Any) -> float:
-        ok = (not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v)
-              and (v > low if low_open else v >= low) and (v < high if high_open else v <= high))
-        if not ok:
-            lb = "(" if low_open else "["
-            hb = ")" if high_open or high == math.inf else "]"
-            raise ValueError(f"must be a number in {lb}{low}, {high}{hb} (got {v!r})")
-        return float(v)
-    return check
+def number(low: float, high: float | None = None, low_open: bool = False,
+           high_open: bool = False) -> Field:
+    """A finite number in [low, high]; ``low_open`` / ``high_open`` leave out the bound."""
+    return Field((float,), above=low if low_open else None, minimum=None if low_open else low,
+                 maximum=None if high_open else high, below=high if high_open else None,
+                 finite=True)
 
 
-def epochs_or_auto(v: Any) -> int | str:
-    return "auto" if v == "auto" else integer(1)(v)
+FLAG = Field((bool,))
 
 
-def flag(v: Any) -> bool:
-    if not isinstance(v, bool):
-        raise ValueError(f"must be true or false (got {v!r})")
-    return v
-
-
-def directory(v: Any) -> str:
-    """A path, made absolute against the current directory of whoever validates the options
+def absolute(path: Any) -> str:
+    """A path made absolute against the current directory of whoever validates the options
     (the driver), so that a trial running in another working directory reads the same files."""
-    if not isinstance(v, (str, os.PathLike)) or not str(v):
-        raise ValueError(f"must be a directory path (got {v!r})")
-    return os.path.abspath(os.fspath(v))
+    return os.path.abspath(os.fspath(path))
 
 
 DELAY: dict[str, Option] = {
@@ -84,7 +64,7 @@ SPLIT: dict[str, Option] = {
 }
 TABULAR_DATA: dict[str, Option] = {
     "dataset": Option("breast_cancer", choice(*TABULAR), "scikit-learn data set"),
-    "standardize": Option(True, flag, "centre and scale features with training statistics"),
+    "standardize": Option(True, FLAG, "centre and scale features with training statistics"),
 }
 THREADS: dict[str, Option] = {
     "threads": Option(1, integer(1), "torch.set_num_threads for the trial (Ray runs one trial "
@@ -92,27 +72,26 @@ THREADS: dict[str, Option] = {
 }
 
 
-def resolve(name: str, specs: Mapping[str, Option], options: Mapping[str, Any] | None) -> dict:
-    """Defaults overlaid with ``options``; unknown keys or bad values raise ``ValueError``."""
+def resolve(name: str, specs: Mapping[str, Option], options: Mapping[str, Any] | None,
+            where: str | None = None) -> dict:
+    """Defaults overlaid with ``options``; unknown keys or bad values raise ``ValueError``
+    naming the field (``where.key``, e.g. ``trainable_options.epochs``, or ``option 'epochs' of
+    trainable 'cnn'``)."""
     options = {} if options is None else options
     if not isinstance(options, Mapping):
         raise ValueError(f"options for '{name}' must be a mapping (got {type(options).__name__})")
-    unknown = sorted(set(options) - set(specs))
-    if unknown:
-        raise ValueError(f"unknown option(s) {unknown} for trainable '{name}'; "
-                         f"allowed: {sorted(specs)}")
+    check_keys(where or f"options of trainable '{name}'", options, specs)
     out = {}
     for key, spec in specs.items():
-        try:
-            out[key] = spec.check(options.get(key, spec.default))
-        except ValueError as exc:
-            raise ValueError(f"option '{key}' of trainable '{name}': {exc}") from None
+        label = f"{where}.{key}" if where else f"option '{key}' of trainable '{name}'"
+        value = spec.field.check(label, options.get(key, spec.default))
+        out[key] = value if spec.normalize is None or value is None else spec.normalize(value)
     return out
 
 
 # The hyperparameters both torch trainables (logistic regression, CNN) tune; declared here, free
 # of torch, so that validating a study never imports it.
-SGD_CONFIG: dict[str, Callable[[Any], Any]] = {
+SGD_CONFIG: dict[str, Field] = {
     "batch_size": integer(1), "lr": number(0.0, low_open=True), "lr_decay": number(0.0)}
 
 

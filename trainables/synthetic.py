@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any
 
 import numpy as np
+
+from tuner.core.fields import Field
 
 from .options import DELAY, Option, integer, number
 
@@ -28,14 +29,10 @@ SPACE = {
 CONFIG = {"x": number(0.0, 1.0), "y": number(0.0, 1.0), "width": integer(1)}
 
 
-def _optional_number(v: Any) -> float | None:
-    return None if v is None else number(0.0, 1.0)(v)
-
-
 OPTIONS = {
     "time_scale": Option(0.2, number(0.0), "seconds of a width-2 run on average"),
     "cv": Option(0.3, number(0.0), "coefficient of variation of the run time (log-normal)"),
-    "fail_above": Option(None, _optional_number,
+    "fail_above": Option(None, Field((float, None), minimum=0.0, maximum=1.0),
                          "configurations with x above this raise RuntimeError (null: never)"),
     **DELAY,
 }

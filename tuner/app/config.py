@@ -20,6 +20,9 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 import yaml
 
+from tuner.core import fields
+from tuner.core.fields import Field
+
 if TYPE_CHECKING:
     from tuner.core.optimizer import Settings
 
@@ -28,56 +31,9 @@ class ConfigError(ValueError):
     """An invalid study configuration; the message names the field and what is allowed."""
 
 
-@dataclass(frozen=True)
-class Field:
-    types: tuple[type, ...]
-    default: Any = None
-    choices: tuple[Any, ...] | None = None
-    positive: bool = False
-    required: bool = False
-
-
 def check_section(section: str, data: Any, schema: Mapping[str, Field]) -> dict[str, Any]:
-    """Validate one mapping against ``schema``; returns it with defaults filled in."""
-    if data is None:
-        data = {}
-    if not isinstance(data, Mapping):
-        raise ConfigError(f"{section}: expected a mapping, got {type(data).__name__}")
-    unknown = sorted(set(data) - set(schema))
-    if unknown:
-        raise ConfigError(f"{section}: unknown key(s) {unknown}; allowed: {sorted(schema)}")
-    out: dict[str, Any] = {}
-    for key, f in schema.items():
-        name = f"{section}.{key}"
-        if key not in data:
-            if f.required:
-                raise ConfigError(f"{name} is required")
-            out[key] = f.default
-            continue
-        value = data[key]
-        if value is None and None in f.types:
-            out[key] = None
-            continue
-        types = tuple(t for t in f.types if t is not None)
-        if float in types and isinstance(value, int) and not isinstance(value, bool):
-            value = float(value)
-        if isinstance(value, bool) and bool not in types:
-            raise ConfigError(f"{name}: expected {_names(f.types)}, got {value!r}")
-        if not isinstance(value, types):
-            raise ConfigError(f"{name}: expected {_names(f.types)}, got {value!r}")
-        if f.choices is not None and value not in f.choices:
-            raise ConfigError(f"{name}: must be one of {list(f.choices)} (got {value!r})")
-        if f.positive and isinstance(value, (int, float)) and not value > 0:
-            raise ConfigError(f"{name}: must be > 0 (got {value!r})")
-        out[key] = value
-    return out
-
-
-def _names(types: tuple[Any, ...]) -> str:
-    return " or ".join("null" if t is None else {"str": "string", "int": "integer", "float": "number",
-                                                  "dict": "mapping", "list": "list",
-                                                  "bool": "true/false"}.get(t.__name__, t.__name__)
-                       for t in types)
+    """``tuner.core.fields.check_section`` raising ``ConfigError``."""
+    return fields.check_section(section, data, schema, ConfigError)
 
 
 def optimizer_settings(data: Any) -> Settings:
@@ -100,9 +56,9 @@ def optimizer_settings(data: Any) -> Settings:
         from tuner.core.optimizer import Settings   # scipy: imported when a config is read
 
         s = Settings.from_dict(data)
-        s.validate()
+        s.validate("optimizer")
     except (TypeError, ValueError) as exc:
-        raise ConfigError(f"optimizer: {exc}") from exc
+        raise ConfigError(str(exc)) from exc
     return s
 
 
@@ -122,8 +78,8 @@ def read_yaml(path: str | Path) -> dict[str, Any]:
 SIM_SCHEMA = {
     "objective": Field((dict,), {"kind": "gp-sample-1d"}),
     "delay": Field((dict,), {"kind": "poisson", "mean": 10}),
-    "workers": Field((int, None), None, positive=True),
-    "trials": Field((int,), 200, positive=True),
+    "workers": Field((int, None), None, above=0),
+    "trials": Field((int,), 200, above=0),
     "noise_std": Field((float,), 0.0),
     "seed": Field((int,), 0),
 }
@@ -171,10 +127,10 @@ OBJECTIVE_SCHEMA = {
     "bounds": Field((list, None), None),
 }
 BUDGET_SCHEMA = {
-    "limit": Field((float, str), required=True, positive=True),   # seconds, or "1.5x"
+    "limit": Field((float, str), required=True, above=0),   # seconds, or "1.5x"
     "reference": Field((str, dict, None), None),   # relative limits: warmup (default) or a config
     "metric": Field((str,), "runtime", BUDGET_METRICS),
-    "stop_margin": Field((float, None), None),
+    "stop_margin": Field((float, None), None, minimum=0),
 }
 REFERENCES = ("warmup",)
 _MULTIPLE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*[xX]\s*$")
@@ -203,11 +159,11 @@ def parse_limit(value: Any, name: str = "budget.limit") -> tuple[float, bool]:
                           f"run such as '1.5x' (got {value!r})")
     return float(value), False
 RUN_SCHEMA = {
-    "trials": Field((int,), 30, positive=True),
-    "max_concurrent": Field((int,), 2, positive=True),
-    "cpus_per_trial": Field((float,), 1.0, positive=True),
-    "trial_timeout": Field((float, None), None, positive=True),
-    "wall_clock_limit": Field((float, None), None, positive=True),
+    "trials": Field((int,), 30, above=0),
+    "max_concurrent": Field((int,), 2, above=0),
+    "cpus_per_trial": Field((float,), 1.0, above=0),
+    "trial_timeout": Field((float, None), None, above=0),
+    "wall_clock_limit": Field((float, None), None, above=0),
     "seed": Field((int,), 0),
 }
 RAY_SCHEMA = {"address": Field((str, None), None)}
@@ -309,9 +265,12 @@ def load_study(source: str | Path | Mapping[str, Any],
     study = top["study"] or default_name
     try:
         trainable = get_trainable(fn or top["trainable"])
-        options = trainable.resolve_options(top["trainable_options"] or {})
     except ValueError as exc:
         raise ConfigError(f"trainable: {exc}") from exc
+    try:
+        options = trainable.resolve_options(top["trainable_options"] or {}, where="trainable_options")
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from exc
     if isinstance(trainable, FunctionTrainable):   # a Python function or an imported module:function
         fn = trainable.fn
     if trainable.space is None and not top["space"]:
@@ -327,7 +286,7 @@ def load_study(source: str | Path | Mapping[str, Any],
 
         SearchSpace.from_dict(space_spec)
     except ValueError as exc:
-        raise ConfigError(f"space: {exc}") from exc
+        raise ConfigError(str(exc)) from exc
     objective = check_section("objective", top["objective"],
                               {**OBJECTIVE_SCHEMA, "metric": Field((str,), trainable.objective)})
     budget = _budget_section(top["budget"]) if top["budget"] else None
@@ -360,8 +319,6 @@ def _budget_section(data: Any) -> dict[str, Any]:
     machine where the study runs (``limit: 1.5x``, ``reference: warmup``)."""
     budget = check_section("budget", data, BUDGET_SCHEMA)
     number, relative = parse_limit(budget["limit"])
-    if budget["stop_margin"] is not None and budget["stop_margin"] < 0:
-        raise ConfigError(f"budget.stop_margin: must be >= 0 or null (got {budget['stop_margin']})")
     ref = budget["reference"]
     if not relative and ref is not None:
         raise ConfigError(f"budget.reference: only a relative limit such as '1.5x' uses a "
@@ -384,9 +341,9 @@ def _budget_settings(settings: Settings, budget: Mapping[str, Any]) -> Settings:
     if budget["stop_margin"] is not None:
         s = replace(s, stop_margin=budget["stop_margin"])
     try:
-        s.validate()
+        s.validate("optimizer")
     except (TypeError, ValueError) as exc:
-        raise ConfigError(f"optimizer: {exc}") from exc
+        raise ConfigError(str(exc)) from exc
     return s
 
 

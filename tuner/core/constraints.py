@@ -67,10 +67,17 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from .fields import Field, check_section
 from .trial import Status, Trial
 
 CONSTRAINT_TYPES = ("budget", "upper")
-CONSTRAINT_KEYS = ("metric", "limit", "type", "runtime", "observable")
+CONSTRAINT_FIELDS = {
+    "metric": Field((str,), required=True),
+    "limit": Field((float,), required=True, finite=True),
+    "type": Field((str,), "budget", CONSTRAINT_TYPES),
+    "runtime": Field((bool,), False),
+    "observable": Field((bool,), False),
+}
 SHIFTS = {"lcb": -1.0, "mean": 0.0, "ucb": 1.0}     # g_t = mu + shift x nu sigma (RPOL's option g)
 
 
@@ -86,29 +93,15 @@ class Constraint:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any], where: str = "constraints") -> "Constraint":
-        if not isinstance(d, Mapping):
-            raise ValueError(f"{where}: expected a mapping with metric and limit, got {d!r}")
-        unknown = set(d) - set(CONSTRAINT_KEYS)
-        if unknown:
-            raise ValueError(f"{where}: unknown key(s) {sorted(unknown)}; allowed: {list(CONSTRAINT_KEYS)}")
-        if not isinstance(d.get("metric"), str) or not d.get("metric"):
-            raise ValueError(f"{where}.metric: the name of a reported metric is required (got {d.get('metric')!r})")
-        kind = d.get("type", "budget")
-        if kind not in CONSTRAINT_TYPES:
-            raise ValueError(f"{where}.type must be one of {list(CONSTRAINT_TYPES)} (got {kind!r})")
-        limit = d.get("limit")
-        if isinstance(limit, bool) or not isinstance(limit, (int, float)) or not math.isfinite(limit):
-            raise ValueError(f"{where}.limit: a finite number is required (got {limit!r})")
-        if (kind == "budget" or d.get("runtime", False)) and not limit > 0:
-            what = "a budget" if kind == "budget" else "a run-time limit"
-            raise ValueError(f"{where}.limit: {what} must be > 0 (got {limit!r})")
-        for key in ("runtime", "observable"):
-            if not isinstance(d.get(key, False), bool):
-                raise ValueError(f"{where}.{key} must be true or false (got {d.get(key)!r})")
-        if d.get("runtime", False) and d.get("observable", False):
+        v = check_section(where, d, CONSTRAINT_FIELDS)
+        if not v["metric"]:
+            raise ValueError(f"{where}.metric: the name of a reported metric is required")
+        if (v["type"] == "budget" or v["runtime"]) and not v["limit"] > 0:
+            what = "a budget" if v["type"] == "budget" else "a run-time limit"
+            raise ValueError(f"{where}.limit: {what} must be > 0 (got {v['limit']!r})")
+        if v["runtime"] and v["observable"]:
             raise ValueError(f"{where}: a run-time constraint cannot be observable before the run")
-        return cls(d["metric"], float(limit), kind, bool(d.get("runtime", False)),
-                   bool(d.get("observable", False)))
+        return cls(**v)
 
     def to_dict(self) -> dict[str, Any]:
         return {"metric": self.metric, "limit": self.limit, "type": self.type,

@@ -22,12 +22,13 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from . import acquisition as acq
-from .algorithms import get_algorithm
-from .censoring import Window, in_last_window, pending_in_window, usable
+from .algorithms import ALGORITHMS, get_algorithm
+from .censoring import UNITS, Window, in_last_window, pending_in_window, usable
 from .constraints import HANDLERS, SHIFTS, Constraint, make_handler
 from .constraints import feasible as _feasible
 from .gp import Hyperparameters, Posterior
-from .kernels import make_kernel
+from .fields import Field, check_keys, check_section
+from .kernels import KERNELS, make_kernel
 from .maximize import maximize, candidate_set
 from .model import CensoredModel, soft_view
 from .persist import envelope, opened, write_json
@@ -82,80 +83,41 @@ class Settings:
     stop_margin: float | None = None  # stop a run past limit x (1 + margin); None: never
     sliding_window: int | None = None  # RPOL-SWUCB (004 §6): only the last W trials inform the GPs
 
-    def validate(self) -> None:
-        get_algorithm(self.algorithm)
-        make_kernel(self.kernel)
-        Window(self.window_unit, self.window)
-        if self.mode not in ("max", "min"):
-            raise ValueError(f"mode must be one of ['max', 'min'] (got {self.mode!r})")
-        if self.prior_mean not in ("zero", "mean"):
-            raise ValueError(f"prior_mean must be one of ['zero', 'mean'] (got {self.prior_mean!r})")
-        if self.censoring not in CENSORING:
-            raise ValueError(f"censoring must be one of {list(CENSORING)} (got {self.censoring!r})")
-        if isinstance(self.censor_noise, bool) or not float(self.censor_noise) > 0:
-            raise ValueError(f"censor_noise must be > 0 (got {self.censor_noise!r})")
-        if not 0.0 <= float(self.delay_lambda_power) <= 1.0:
-            raise ValueError(f"delay_lambda_power must be in [0, 1] (got {self.delay_lambda_power!r})")
-        if self.n_initial != "auto" and (isinstance(self.n_initial, str) or int(self.n_initial) < 0):
-            raise ValueError(f"n_initial must be an integer >= 0 or 'auto' (got {self.n_initial!r})")
-        if self.nu_terms not in ("pending", "window"):
-            raise ValueError(f"nu_terms must be one of ['pending', 'window'] (got {self.nu_terms!r})")
-        if self.beta_schedule not in acq.BETA_SCHEDULES:
-            raise ValueError(f"beta_schedule must be one of {list(acq.BETA_SCHEDULES)} "
-                             f"(got {self.beta_schedule!r})")
+    def validate(self, where: str = "") -> None:
+        """Check every setting (``SETTINGS_FIELDS``) and the rules between them; messages name
+        the setting, prefixed by ``where`` (e.g. ``optimizer``)."""
+        p = f"{where}." if where else ""
+        values = {k: getattr(self, k) for k in SETTINGS_FIELDS}
+        values["algorithm"] = str(self.algorithm).lower().replace("_", "-")
+        check_section(where, values, SETTINGS_FIELDS)
+        try:
+            Window(self.window_unit, self.window)
+        except ValueError as exc:
+            raise ValueError(f"{p}{exc}") from None
         if self.objective_bounds is not None:
-            lo, hi = self.objective_bounds
-            if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
-                raise ValueError(f"objective_bounds must be two finite numbers low < high "
+            b = self.objective_bounds
+            if not (len(b) == 2 and all(isinstance(v, (int, float)) and math.isfinite(v) for v in b)
+                    and b[0] < b[1]):
+                raise ValueError(f"{p}objective_bounds: must be two finite numbers low < high "
                                  f"(got {self.objective_bounds!r})")
-        for name in ("refit_every", "n_candidates", "fit_max_points"):
-            if int(getattr(self, name)) < 1:
-                raise ValueError(f"{name} must be a positive integer (got {getattr(self, name)!r})")
-        for name in ("amplitude", "lengthscale", "noise", "delta"):
-            if not float(getattr(self, name)) > 0:
-                raise ValueError(f"{name} must be > 0 (got {getattr(self, name)!r})")
-        for name in ("n_local", "n_starts", "fit_restarts", "refit_dense_until"):
-            if int(getattr(self, name)) < 0:
-                raise ValueError(f"{name} must be >= 0 (got {getattr(self, name)!r})")
-        self._validate_constraints()
-
-    def _validate_constraints(self) -> None:
-        if self.constraint_handler not in HANDLERS:
-            raise ValueError(f"constraint_handler must be one of {list(HANDLERS)} "
-                             f"(got {self.constraint_handler!r})")
-        if not isinstance(self.constraints, (list, tuple)):
-            raise ValueError(f"constraints must be a list of {{metric, limit, type, runtime}} "
-                             f"(got {self.constraints!r})")
-        cons = [Constraint.from_dict(c, f"constraints[{i}]") for i, c in enumerate(self.constraints)]
+        cons = [Constraint.from_dict(c, f"{p}constraints[{i}]") for i, c in enumerate(self.constraints)]
         metrics = [c.metric for c in cons]
         if len(set(metrics)) < len(metrics):
-            raise ValueError(f"constraints: each metric may be constrained once (got {metrics})")
+            raise ValueError(f"{p}constraints: each metric may be constrained once (got {metrics})")
         observable = [c.metric for c in cons if c.observable]
         if self.constraint_handler == "scgp" and len(observable) < len(cons):
-            raise ValueError("constraint_handler scgp needs every constraint to be observable: true "
-                             f"(not: {[m for m in metrics if m not in observable]})")
+            raise ValueError(f"{p}constraint_handler scgp needs every constraint to be observable: "
+                             f"true (not: {[m for m in metrics if m not in observable]})")
         if observable and self.constraint_handler != "scgp":
-            raise ValueError(f"observable constraints {observable} need constraint_handler: scgp "
-                             f"(got {self.constraint_handler!r})")
-        if self.beta_g is not None and not float(self.beta_g) > 0:
-            raise ValueError(f"beta_g must be > 0 or null (got {self.beta_g!r})")
-        if not float(self.b_c) >= 0:
-            raise ValueError(f"b_c must be >= 0 (got {self.b_c!r})")
-        if not isinstance(self.lengthscale_prior, bool):
-            raise ValueError(f"lengthscale_prior must be true or false (got {self.lengthscale_prior!r})")
-        if not isinstance(self.use_elapsed_bound, bool):
-            raise ValueError(f"use_elapsed_bound must be true or false (got {self.use_elapsed_bound!r})")
-        if self.stop_margin is not None:
-            if isinstance(self.stop_margin, bool) or not isinstance(self.stop_margin, (int, float)) \
-                    or not self.stop_margin >= 0:
-                raise ValueError(f"stop_margin must be a number >= 0 or null (got {self.stop_margin!r})")
-            if not any(c.runtime for c in cons):
-                raise ValueError("stop_margin needs a run-time constraint (a constraint with "
-                                 "runtime: true); none of the constraints is one")
-        if self.sliding_window is not None and (isinstance(self.sliding_window, bool)
-                                                or int(self.sliding_window) < 2):
-            raise ValueError(f"sliding_window must be an integer >= 2 or null (got {self.sliding_window!r})")
-        make_handler(self.constraint_handler, len(cons), self.handler_options)
+            raise ValueError(f"{p}constraints: observable constraints {observable} need "
+                             f"constraint_handler: scgp (got {self.constraint_handler!r})")
+        if self.stop_margin is not None and not any(c.runtime for c in cons):
+            raise ValueError(f"{p}stop_margin needs a run-time constraint (a constraint with "
+                             "runtime: true); none of the constraints is one")
+        try:
+            make_handler(self.constraint_handler, len(cons), self.handler_options)
+        except ValueError as exc:
+            raise ValueError(f"{p}{exc}") from None
 
     def to_dict(self) -> dict[str, Any]:
         """The settings as strict JSON (an infinite window as "inf", which Window reads back)."""
@@ -166,10 +128,7 @@ class Settings:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "Settings":
-        allowed = set(cls.__dataclass_fields__)
-        unknown = set(d) - allowed
-        if unknown:
-            raise ValueError(f"unknown optimizer setting(s) {sorted(unknown)}; allowed: {sorted(allowed)}")
+        check_keys("optimizer", d, cls.__dataclass_fields__)
         s = cls(**dict(d))
         if s.objective_bounds is not None:
             s.objective_bounds = (float(s.objective_bounds[0]), float(s.objective_bounds[1]))
@@ -182,6 +141,46 @@ PAPER_EXACT: dict[str, Any] = {
     "censoring": "hard", "delay_lambda_power": 0.0, "prior_mean": "zero", "kernel": "se",
     "n_initial": 1, "refit_every": 10, "refit_dense_until": 0, "lengthscale_prior": False,
     "constraint_handler": "rpol",
+}
+
+
+# What each setting may be (tuner.core.fields); window, objective_bounds and the rules between
+# settings are checked in Settings.validate.
+SETTINGS_FIELDS: dict[str, Field] = {
+    "algorithm": Field((str,), choices=lambda: sorted(ALGORITHMS)),
+    "mode": Field((str,), choices=("max", "min")),
+    "window_unit": Field((str,), choices=UNITS),
+    "censoring": Field((str,), choices=CENSORING),
+    "censor_noise": Field((float,), above=0),
+    "delay_lambda_power": Field((float,), minimum=0, maximum=1),
+    "prior_mean": Field((str,), choices=("zero", "mean")),
+    "nu_terms": Field((str,), choices=("pending", "window")),
+    "beta": Field((float,), minimum=0),
+    "beta_schedule": Field((str,), choices=acq.BETA_SCHEDULES),
+    "delta": Field((float,), above=0, maximum=1),
+    "b_y": Field((float,), minimum=0),
+    "kernel": Field((str,), choices=lambda: sorted(KERNELS)),
+    "amplitude": Field((float,), above=0),
+    "lengthscale": Field((float,), above=0),
+    "noise": Field((float,), above=0),
+    "refit_every": Field((int,), minimum=1),
+    "refit_dense_until": Field((int,), minimum=0),
+    "lengthscale_prior": Field((bool,)),
+    "fit_max_points": Field((int,), minimum=1),
+    "fit_restarts": Field((int,), minimum=0),
+    "n_initial": Field((int,), words=("auto",), minimum=0),
+    "n_candidates": Field((int,), minimum=1),
+    "n_local": Field((int,), minimum=0),
+    "n_starts": Field((int,), minimum=0),
+    "seed": Field((int,)),
+    "constraints": Field((list, tuple)),
+    "constraint_handler": Field((str,), choices=lambda: list(HANDLERS)),
+    "handler_options": Field((dict,)),
+    "beta_g": Field((float, None), above=0),
+    "b_c": Field((float,), minimum=0),
+    "use_elapsed_bound": Field((bool,)),
+    "stop_margin": Field((float, None), minimum=0),
+    "sliding_window": Field((int, None), minimum=2),
 }
 
 

@@ -15,6 +15,8 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from .fields import Field, check_section
+
 
 class SpaceError(ValueError):
     """A search-space definition that breaks a rule; the message names the parameter."""
@@ -31,13 +33,13 @@ class Float:
 
     def validate(self, name: str) -> None:
         if not (math.isfinite(self.low) and math.isfinite(self.high)):
-            raise SpaceError(f"parameter '{name}': low and high must be finite numbers")
+            raise SpaceError(f"space.{name}: low and high must be finite numbers")
         if self.low >= self.high:
-            raise SpaceError(f"parameter '{name}': low ({self.low}) must be < high ({self.high})")
+            raise SpaceError(f"space.{name}: low ({self.low}) must be < high ({self.high})")
         if self.log and self.low <= 0:
-            raise SpaceError(f"parameter '{name}': log scale needs low > 0 (got low={self.low})")
+            raise SpaceError(f"space.{name}: log scale needs low > 0 (got low={self.low})")
         if self.q is not None and not self.q > 0:
-            raise SpaceError(f"parameter '{name}': q must be > 0 (got {self.q})")
+            raise SpaceError(f"space.{name}: q must be > 0 (got {self.q})")
 
     @property
     def width(self) -> int:
@@ -87,11 +89,11 @@ class Int:
 
     def validate(self, name: str) -> None:
         if self.low >= self.high:
-            raise SpaceError(f"parameter '{name}': low ({self.low}) must be < high ({self.high})")
+            raise SpaceError(f"space.{name}: low ({self.low}) must be < high ({self.high})")
         if self.log and self.low <= 0:
-            raise SpaceError(f"parameter '{name}': log scale needs low > 0 (got low={self.low})")
+            raise SpaceError(f"space.{name}: log scale needs low > 0 (got low={self.low})")
         if self.q < 1:
-            raise SpaceError(f"parameter '{name}': q must be a positive integer (got {self.q})")
+            raise SpaceError(f"space.{name}: q must be a positive integer (got {self.q})")
 
     @property
     def width(self) -> int:
@@ -140,9 +142,9 @@ class Categorical:
 
     def validate(self, name: str) -> None:
         if len(self.choices) == 0:
-            raise SpaceError(f"parameter '{name}': choices must not be empty")
+            raise SpaceError(f"space.{name}: choices must not be empty")
         if len(set(map(repr, self.choices))) != len(self.choices):
-            raise SpaceError(f"parameter '{name}': choices must be distinct (got {list(self.choices)})")
+            raise SpaceError(f"space.{name}: choices must be distinct (got {list(self.choices)})")
 
     @property
     def width(self) -> int:
@@ -169,10 +171,14 @@ class Categorical:
 Param = Float | Int | Categorical
 
 _TYPES = ("float", "int", "categorical")
-_KEYS = {
-    "float": {"type", "low", "high", "log", "q"},
-    "int": {"type", "low", "high", "log", "q"},
-    "categorical": {"type", "choices"},
+_BOUND = Field((float,), required=True, finite=True)
+_SCHEMAS = {     # what each key of a parameter may be (tuner.core.fields)
+    "float": {"type": Field((str,)), "low": _BOUND, "high": _BOUND, "log": Field((bool,), False),
+              "q": Field((float, None), None, above=0)},
+    "int": {"type": Field((str,)), "low": Field((int,), required=True),
+            "high": Field((int,), required=True), "log": Field((bool,), False),
+            "q": Field((int,), 1, minimum=1)},
+    "categorical": {"type": Field((str,)), "choices": Field((list, tuple), required=True)},
 }
 
 
@@ -184,38 +190,16 @@ def param_from_dict(name: str, spec: Mapping[str, Any]) -> Param:
     if isinstance(spec, (list, tuple)):
         spec = {"type": "categorical", "choices": list(spec)}
     if not isinstance(spec, Mapping):
-        raise SpaceError(f"parameter '{name}': expected a mapping with 'type', got {spec!r}")
+        raise SpaceError(f"space.{name}: expected a mapping with 'type', got {spec!r}")
     kind = spec.get("type", "categorical" if "choices" in spec else "float")
-    if kind not in _TYPES:
-        raise SpaceError(f"parameter '{name}': type must be one of {list(_TYPES)} (got {kind!r})")
-    unknown = set(spec) - _KEYS[kind]
-    if unknown:
-        raise SpaceError(
-            f"parameter '{name}': unknown key(s) {sorted(unknown)} for type {kind}; "
-            f"allowed: {sorted(_KEYS[kind])}"
-        )
-    try:
-        if kind == "categorical":
-            if "choices" not in spec:
-                raise SpaceError(f"parameter '{name}': categorical needs 'choices'")
-            p: Param = Categorical(tuple(spec["choices"]))
-        else:
-            for key in ("low", "high"):
-                if key not in spec:
-                    raise SpaceError(f"parameter '{name}': {kind} needs '{key}'")
-            if kind == "int":
-                lo, hi = spec["low"], spec["high"]
-                if float(lo) != int(lo) or float(hi) != int(hi):
-                    raise SpaceError(f"parameter '{name}': int bounds must be whole numbers")
-                p = Int(int(lo), int(hi), bool(spec.get("log", False)), int(spec.get("q", 1)))
-            else:
-                q = spec.get("q")
-                p = Float(float(spec["low"]), float(spec["high"]), bool(spec.get("log", False)),
-                          None if q is None else float(q))
-    except (TypeError, ValueError) as exc:
-        if isinstance(exc, SpaceError):
-            raise
-        raise SpaceError(f"parameter '{name}': {exc}") from exc
+    Field((str,), choices=_TYPES).check(f"space.{name}.type", kind, SpaceError)
+    v = check_section(f"space.{name}", spec, _SCHEMAS[kind], SpaceError)
+    if kind == "categorical":
+        p: Param = Categorical(tuple(v["choices"]))
+    elif kind == "int":
+        p = Int(v["low"], v["high"], v["log"], v["q"])
+    else:
+        p = Float(v["low"], v["high"], v["log"], v["q"])
     p.validate(name)
     return p
 

@@ -20,6 +20,7 @@ from typing import Any, Callable, Mapping, Protocol
 
 import numpy as np
 
+from tuner.core.fields import Field, check_section
 from tuner.core.optimizer import Optimizer
 from tuner.core.trial import Status
 
@@ -234,17 +235,19 @@ class SimClock:
         return self.now
 
 
+DELAYS: dict[str, tuple[Callable[..., DelayModel], dict[str, Field]]] = {
+    "poisson": (Poisson, {"mean": Field((float,), required=True, minimum=0, finite=True)}),
+    "fixed": (Fixed, {"value": Field((float,), required=True, minimum=0, finite=True)}),
+    "lognormal": (lambda mean, cv: RunTime(lambda c: mean, cv),
+                  {"mean": Field((float,), required=True, above=0, finite=True),
+                   "cv": Field((float,), 0.3, minimum=0, finite=True)}),
+}
+
+
 def make_delay(spec: Mapping[str, Any]) -> DelayModel:
     """``{kind: poisson, mean: 10}``, ``{kind: fixed, value: 10}`` or
     ``{kind: lognormal, mean: 2.0, cv: 0.3}`` (seconds, for virtual workers)."""
-    kinds = {"poisson": (Poisson, ("mean",)), "fixed": (Fixed, ("value",)),
-             "lognormal": (lambda mean, cv=0.3: RunTime(lambda c: mean, cv), ("mean", "cv"))}
-    kind = spec.get("kind")
-    if kind not in kinds:
-        raise ValueError(f"simulation.delay.kind must be one of {sorted(kinds)} (got {kind!r})")
-    cls, keys = kinds[kind]
-    unknown = set(spec) - {"kind", *keys}
-    if unknown:
-        raise ValueError(f"simulation.delay: unknown key(s) {sorted(unknown)} for kind {kind}; "
-                         f"allowed: {sorted(keys)}")
-    return cls(**{k: float(v) for k, v in spec.items() if k != "kind"})
+    kind = Field((str,), choices=tuple(DELAYS)).check("simulation.delay.kind", spec.get("kind"))
+    make, schema = DELAYS[kind]
+    return make(**check_section("simulation.delay", {k: v for k, v in spec.items() if k != "kind"},
+                                schema))

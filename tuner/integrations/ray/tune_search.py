@@ -112,12 +112,12 @@ def _split_ray_space(config: Mapping[str, Any]) -> tuple[SearchSpace | None, dic
         raise SpaceError(f"param_space must be a mapping, got {type(config).__name__}")
     _, domain_vars, grid_vars = parse_spec_vars(dict(config))
     for path, _ in grid_vars:
-        raise SpaceError(f"parameter '{'/'.join(map(str, path))}': tune.grid_search is not supported "
+        raise SpaceError(f"space.{'/'.join(map(str, path))}: tune.grid_search is not supported "
                          "by TunerSearch (a grid is not a search space a GP can model); use "
                          "tune.choice for a categorical parameter")
     for path, _ in domain_vars:
         if len(path) > 1:
-            raise SpaceError(f"parameter '{'/'.join(map(str, path))}': nested search spaces are not "
+            raise SpaceError(f"space.{'/'.join(map(str, path))}: nested search spaces are not "
                              "supported by TunerSearch; flatten the param_space")
     unresolved = {path[0] for path, _ in domain_vars}
     constants = {k: v for k, v in config.items() if k not in unresolved}

@@ -25,14 +25,14 @@ def _convert(name: str, dom: sample.Domain) -> Float | Int | Categorical:
     if isinstance(dom, sample.Categorical):
         return Categorical(tuple(dom.categories))
     if not isinstance(sampler, (sample.Uniform, sample.LogUniform)):
-        raise SpaceError(f"parameter '{name}': Ray Tune sampler {type(sampler).__name__} is not "
+        raise SpaceError(f"space.{name}: Ray Tune sampler {type(sampler).__name__} is not "
                          "supported; use uniform, loguniform, randint, lograndint, choice or q-variants")
     if isinstance(dom, sample.Float):
         return Float(float(dom.lower), float(dom.upper), log, None if q is None else float(q))
     if isinstance(dom, sample.Integer):
         upper = int(dom.upper) if q is not None and q > 1 else int(dom.upper) - 1
         return Int(int(dom.lower), upper, log, int(q or 1))
-    raise SpaceError(f"parameter '{name}': Ray Tune domain {type(dom).__name__} is not supported")
+    raise SpaceError(f"space.{name}: Ray Tune domain {type(dom).__name__} is not supported")
 
 
 def from_tune(param_space: Mapping[str, Any]) -> SearchSpace:
@@ -40,11 +40,11 @@ def from_tune(param_space: Mapping[str, Any]) -> SearchSpace:
     params = {}
     for name, value in param_space.items():
         if isinstance(value, sample.Function):
-            raise SpaceError(f"parameter '{name}': tune.sample_from cannot be modelled by a GP; "
+            raise SpaceError(f"space.{name}: tune.sample_from cannot be modelled by a GP; "
                              "use uniform, loguniform, randint, lograndint, choice or q-variants")
         if isinstance(value, sample.Domain):
             params[name] = _convert(name, value)
         elif isinstance(value, Mapping):
-            raise SpaceError(f"parameter '{name}': nested search spaces are not supported; "
+            raise SpaceError(f"space.{name}: nested search spaces are not supported; "
                              "flatten the param_space")
     return SearchSpace(params)
