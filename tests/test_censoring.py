@@ -1,7 +1,8 @@
 import numpy as np
 import pytest
 
-from tuner.core.optimizer import PAPER_EXACT, Optimizer, Settings
+from tuner.core.optimizer import Optimizer
+from tuner.core.settings import PAPER_EXACT, Settings
 from tuner.loop.simulator import SimClock
 
 SPACE = {"x": {"type": "float", "low": 0.0, "high": 1.0}}

@@ -11,8 +11,9 @@ from typing import Any
 
 _LAZY = {
     "ALGORITHMS": "tuner.core.algorithms", "get_algorithm": "tuner.core.algorithms",
-    "PAPER_EXACT": "tuner.core.optimizer", "Optimizer": "tuner.core.optimizer",
-    "Settings": "tuner.core.optimizer", "Suggestion": "tuner.core.optimizer",
+    "PAPER_EXACT": "tuner.core.settings", "Optimizer": "tuner.core.optimizer",
+    "Settings": "tuner.core.settings", "Suggestion": "tuner.core.optimizer",
+    "Status": "tuner.core.trial", "simulate": "tuner.loop.simulator",
     "SearchSpace": "tuner.core.space", "Float": "tuner.core.space", "Int": "tuner.core.space",
     "Categorical": "tuner.core.space", "SpaceError": "tuner.core.space",
     "run": "tuner.app.api",

@@ -24,7 +24,7 @@ from tuner.core import fields
 from tuner.core.fields import Field
 
 if TYPE_CHECKING:
-    from tuner.core.optimizer import Settings
+    from tuner.core.settings import Settings
 
 
 class ConfigError(ValueError):
@@ -53,7 +53,7 @@ def optimizer_settings(data: Any) -> Settings:
         if not (isinstance(b, (list, tuple)) and len(b) == 2):
             raise ConfigError(f"optimizer.objective_bounds: expected [low, high], got {b!r}")
     try:
-        from tuner.core.optimizer import Settings   # scipy: imported when a config is read
+        from tuner.core.settings import Settings   # scipy: imported when a config is read
 
         s = Settings.from_dict(data)
         s.validate("optimizer")

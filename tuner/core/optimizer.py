@@ -16,172 +16,27 @@ import json
 import math
 import os
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any, Callable, Mapping
 
 import numpy as np
 
 from . import acquisition as acq
-from .algorithms import ALGORITHMS, get_algorithm
-from .censoring import UNITS, Window, in_last_window, pending_in_window, usable
-from .constraints import HANDLERS, SHIFTS, Constraint, make_handler
+from .algorithms import get_algorithm
+from .censoring import Window, in_last_window, pending_in_window, usable
+from .constraints import SHIFTS, Constraint, make_handler
 from .constraints import feasible as _feasible
 from .gp import Hyperparameters, Posterior
-from .fields import Field, check_keys, check_section
-from .kernels import KERNELS, make_kernel
+from .kernels import make_kernel
 from .maximize import maximize, candidate_set
 from .model import CensoredModel, soft_view
 from .persist import envelope, opened, write_json
+from .settings import PAPER_EXACT, Settings
 from .space import SearchSpace
 from .trial import Status, Trial, upgrade_v1
 
-CENSORING = ("hard", "soft")
 STATE_FORMAT = "tuner.optimizer"
 STATE_VERSION = 2      # 2: one status vocabulary (tuner.core.trial.Status)
-
-
-@dataclass
-class Settings:
-    """Every knob of the optimizer.  ``PAPER_EXACT`` lists where the defaults leave paper 001 (App. C)
-    and 004 (RPOL) behind, each chosen by the ablation in README "What each change buys"."""
-
-    algorithm: str = "gp-ucb-sdf"
-    mode: str = "max"
-    objective_bounds: tuple[float, float] | None = None
-    window_unit: str = "iterations"
-    window: float | str = math.inf     # censoring window m; "auto" = 2 x mean delay (001 §6)
-    censoring: str = "soft"            # hard: 001 eq. 1 (same lambda); soft: own noise (below)
-    censor_noise: float = 0.01         # soft: a censored entry's noise variance / amplitude
-    delay_lambda_power: float = 0.0    # eq. 2's delay term B_y lambda^-p sum sigma (0: as printed)
-    prior_mean: str = "zero"           # objective GP's prior mean: zero (001) or the results' mean
-    nu_terms: str = "pending"
-    beta: float = 1.0
-    beta_schedule: str = "constant"
-    delta: float = 0.1
-    b_y: float = 1.0
-    kernel: str = "se"
-    amplitude: float = 1.0
-    lengthscale: float = 0.2
-    noise: float = 1e-3
-    refit_every: int = 10
-    refit_dense_until: int = 0         # also refit after each usable result up to this many
-    lengthscale_prior: bool = True     # MAP fit with Optuna GPSampler's lengthscale prior
-    fit_max_points: int = 500
-    fit_restarts: int = 1
-    n_initial: int | str = "auto"      # Sobol start-up design; "auto" = 2 x dimensions
-    n_candidates: int = 1024
-    n_local: int = 128
-    n_starts: int = 3
-    seed: int = 0
-    # Constraints (tuner.core.constraints has the tables of constraint keys, handlers and options).
-    constraints: list = field(default_factory=list)    # [{metric, limit, type, runtime, observable}]
-    constraint_handler: str = "pof"                    # pof | rpol | cbo | penalty | scgp
-    handler_options: dict = field(default_factory=dict)
-    beta_g: float | None = None      # beta_t of the constraint GPs; None: the objective's beta_t
-    b_c: float = 1.0                 # B_c of v_t^g (004 §5), the delay term's bound on |c|
-    use_elapsed_bound: bool = True   # run-time constraints: elapsed time as a lower bound, no window
-    stop_margin: float | None = None  # stop a run past limit x (1 + margin); None: never
-    sliding_window: int | None = None  # RPOL-SWUCB (004 §6): only the last W trials inform the GPs
-
-    def validate(self, where: str = "") -> None:
-        """Check every setting (``SETTINGS_FIELDS``) and the rules between them; messages name
-        the setting, prefixed by ``where`` (e.g. ``optimizer``)."""
-        p = f"{where}." if where else ""
-        values = {k: getattr(self, k) for k in SETTINGS_FIELDS}
-        values["algorithm"] = str(self.algorithm).lower().replace("_", "-")
-        check_section(where, values, SETTINGS_FIELDS)
-        try:
-            Window(self.window_unit, self.window)
-        except ValueError as exc:
-            raise ValueError(f"{p}{exc}") from None
-        if self.objective_bounds is not None:
-            b = self.objective_bounds
-            if not (len(b) == 2 and all(isinstance(v, (int, float)) and math.isfinite(v) for v in b)
-                    and b[0] < b[1]):
-                raise ValueError(f"{p}objective_bounds: must be two finite numbers low < high "
-                                 f"(got {self.objective_bounds!r})")
-        cons = [Constraint.from_dict(c, f"{p}constraints[{i}]") for i, c in enumerate(self.constraints)]
-        metrics = [c.metric for c in cons]
-        if len(set(metrics)) < len(metrics):
-            raise ValueError(f"{p}constraints: each metric may be constrained once (got {metrics})")
-        observable = [c.metric for c in cons if c.observable]
-        if self.constraint_handler == "scgp" and len(observable) < len(cons):
-            raise ValueError(f"{p}constraint_handler scgp needs every constraint to be observable: "
-                             f"true (not: {[m for m in metrics if m not in observable]})")
-        if observable and self.constraint_handler != "scgp":
-            raise ValueError(f"{p}constraints: observable constraints {observable} need "
-                             f"constraint_handler: scgp (got {self.constraint_handler!r})")
-        if self.stop_margin is not None and not any(c.runtime for c in cons):
-            raise ValueError(f"{p}stop_margin needs a run-time constraint (a constraint with "
-                             "runtime: true); none of the constraints is one")
-        try:
-            make_handler(self.constraint_handler, len(cons), self.handler_options)
-        except ValueError as exc:
-            raise ValueError(f"{p}{exc}") from None
-
-    def to_dict(self) -> dict[str, Any]:
-        """The settings as strict JSON (an infinite window as "inf", which Window reads back)."""
-        d = asdict(self)
-        if isinstance(d["window"], float) and math.isinf(d["window"]):
-            d["window"] = "inf"
-        return d
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "Settings":
-        check_keys("optimizer", d, cls.__dataclass_fields__)
-        s = cls(**dict(d))
-        if s.objective_bounds is not None:
-            s.objective_bounds = (float(s.objective_bounds[0]), float(s.objective_bounds[1]))
-        return s
-
-
-# Paper 001's method (App. C) where the product's defaults deviate from it; the reproductions
-# run on Settings(**PAPER_EXACT), so changing a default never changes them.
-PAPER_EXACT: dict[str, Any] = {
-    "censoring": "hard", "delay_lambda_power": 0.0, "prior_mean": "zero", "kernel": "se",
-    "n_initial": 1, "refit_every": 10, "refit_dense_until": 0, "lengthscale_prior": False,
-    "constraint_handler": "rpol",
-}
-
-
-# What each setting may be (tuner.core.fields); window, objective_bounds and the rules between
-# settings are checked in Settings.validate.
-SETTINGS_FIELDS: dict[str, Field] = {
-    "algorithm": Field((str,), choices=lambda: sorted(ALGORITHMS)),
-    "mode": Field((str,), choices=("max", "min")),
-    "window_unit": Field((str,), choices=UNITS),
-    "censoring": Field((str,), choices=CENSORING),
-    "censor_noise": Field((float,), above=0),
-    "delay_lambda_power": Field((float,), minimum=0, maximum=1),
-    "prior_mean": Field((str,), choices=("zero", "mean")),
-    "nu_terms": Field((str,), choices=("pending", "window")),
-    "beta": Field((float,), minimum=0),
-    "beta_schedule": Field((str,), choices=acq.BETA_SCHEDULES),
-    "delta": Field((float,), above=0, maximum=1),
-    "b_y": Field((float,), minimum=0),
-    "kernel": Field((str,), choices=lambda: sorted(KERNELS)),
-    "amplitude": Field((float,), above=0),
-    "lengthscale": Field((float,), above=0),
-    "noise": Field((float,), above=0),
-    "refit_every": Field((int,), minimum=1),
-    "refit_dense_until": Field((int,), minimum=0),
-    "lengthscale_prior": Field((bool,)),
-    "fit_max_points": Field((int,), minimum=1),
-    "fit_restarts": Field((int,), minimum=0),
-    "n_initial": Field((int,), words=("auto",), minimum=0),
-    "n_candidates": Field((int,), minimum=1),
-    "n_local": Field((int,), minimum=0),
-    "n_starts": Field((int,), minimum=0),
-    "seed": Field((int,)),
-    "constraints": Field((list, tuple)),
-    "constraint_handler": Field((str,), choices=lambda: list(HANDLERS)),
-    "handler_options": Field((dict,)),
-    "beta_g": Field((float, None), above=0),
-    "b_c": Field((float,), minimum=0),
-    "use_elapsed_bound": Field((bool,)),
-    "stop_margin": Field((float, None), minimum=0),
-    "sliding_window": Field((int, None), minimum=2),
-}
 
 
 @dataclass(frozen=True)

@@ -71,7 +71,8 @@ from ray.tune.search import UNDEFINED_METRIC_MODE, UNDEFINED_SEARCH_SPACE, Searc
 from ray.tune.search.variant_generator import parse_spec_vars
 from ray.util.debug import log_once
 
-from tuner.core.optimizer import Optimizer, Settings
+from tuner.core.optimizer import Optimizer
+from tuner.core.settings import Settings
 from tuner.core.persist import envelope, opened, write_atomic
 from tuner.core.space import Categorical, Float, Int, SearchSpace, SpaceError
 from .tune_space import from_tune
