@@ -159,6 +159,23 @@ def test_simulate_with_a_time_limit_kills_what_runs_at_the_limit():
     assert (res.completed == (res.status == Status.FINISHED)).all()
 
 
+def test_a_non_finite_constraint_value_fails_the_trial_and_the_multiplier_stays_finite():
+    import json
+
+    costs = iter([math.nan] + [0.5] * 9)
+    backend = SimulatedBackend(lambda c: (c["x"], {"cost": next(costs)}), Fixed(1.0),
+                               np.random.default_rng(0))
+    opt = Optimizer(LINE, algorithm="gp-ucb", seed=0, clock=backend.clock, n_initial=2,
+                    constraints=[{"metric": "cost", "limit": 1.0, "type": "upper"}],
+                    constraint_handler="rpol", n_candidates=64, n_local=8)
+    rec = Recorder()
+    assert StudyLoop(opt, backend, Limits(10, slots=1), callbacks=[rec]).run()
+    assert rec.outcomes[0].status == Status.FAILED and "not finite" in rec.outcomes[0].reason
+    assert all(rec.outcomes[t].status == Status.FINISHED for t in range(1, 10))
+    assert "cost" not in opt.trials[0].metrics                   # not kept as a measurement
+    json.dumps(opt.handler.state_dict(), allow_nan=False)        # every multiplier finite
+
+
 # --- the same loop on Ray ------------------------------------------------------------------------
 
 def sleeper(config):
@@ -195,3 +212,32 @@ def test_loop_on_ray_stops_a_trial_within_50_ms_of_its_budget(ray_session):
 def _fixed(suggest, configs):
     """``suggest`` registering the given configurations in turn."""
     return lambda: suggest(next(configs))
+
+
+@pytest.mark.slow
+def test_loop_on_ray_never_stops_a_trial_whose_result_is_ready(ray_session):
+    """The driver stalls (a slow save or MLflow write) past a trial's stop time while its
+    result is already in: the result is kept, FINISHED, with the run time the trial measured
+    in its worker, not the time the driver took to collect it."""
+    from tuner.integrations.ray.backend import RayBackend, execute_trial
+
+    class Stall(LoopCallback):
+        def on_end(self, outcome):
+            if outcome.trial_id == 0:
+                time.sleep(1.0)
+
+    ray_session.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    task = ray_session.remote(num_cpus=0.5, max_retries=0)(execute_trial)
+    ray_session.get([task.remote(sleeper, {"x": 0.0}, {}, 0) for _ in range(2)])   # warm workers
+    backend = RayBackend(task, sleeper, {}, seed=0)
+    opt = Optimizer(LINE, algorithm="random", seed=0, clock=backend.clock,
+                    constraints=[BUDGET], stop_margin=0.5, objective_bounds=(-1, 0))
+    opt.suggest = _fixed(opt.suggest, iter([{"x": 0.05}, {"x": 0.45}]))
+    rec = Recorder()
+    assert StudyLoop(opt, backend, Limits(2, slots=2), metric="score",
+                     callbacks=[Stall(), rec]).run()
+    late = rec.outcomes[1]
+    assert late.status == Status.FINISHED, late.reason
+    assert late.runtime > 0.75                               # collected after its stop time
+    assert 0.45 <= late.metrics["runtime"] < 0.6             # its own run time
+    assert not opt.constraints[0].observed(opt.trials[1]) > 0   # within the 0.5 s budget

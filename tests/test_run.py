@@ -243,10 +243,13 @@ def test_a_two_node_cluster_runs_trials_on_both_nodes(tmp_path):
                                                            "'synthetic' must have exactly"),
     ({"budget": {"limit": 1, "metric": "memory"}}, "budget.metric: must be one of ['runtime', 'train_time']"),
     ({"objective": {"mode": "maximize"}}, "objective.mode: must be one of ['max', 'min']"),
-    ({"optimizer": {"algorithm": "tpe"}}, "algorithm must be one of"),
+    ({"optimizer": {"algorithm": "tpe"}}, "optimizer.algorithm: must be one of ['asy-ts',"),
     ({"optimizer": {"mode": "min"}}, "optimizer.mode: set it as objective.mode"),
     ({"space": {"x": {"type": "float", "low": 1, "high": 0}}}, "space.x: low (1.0) must be < high"),
-    ({"trainable_options": {"epochs": 3}}, "unknown option(s) ['epochs'] for trainable 'synthetic'"),
+    ({"trainable_options": {"epochs": 3}}, "trainable_options: unknown key(s) ['epochs']; allowed: ['cv',"),
+    ({"trainable_options": {"cv": -1}}, "trainable_options.cv: must be >= 0 (got -1.0)"),
+    ({"space": {"x": {"type": "float", "low": 0}}}, "space.x.high is required"),
+    ({"budget": {"limit": 1, "stop_margin": -0.5}}, "budget.stop_margin: must be >= 0 or null (got -0.5)"),
 ])
 def test_bad_configs_name_the_field(tmp_path, change, message):
     cfg = {"trainable": "synthetic", **change}

@@ -131,6 +131,10 @@ class Optimizer:
             raise ValueError(f"trial {trial_id}: constraint metric(s) {missing} missing from the "
                              f"reported metrics {sorted(metrics)}; every finished trial must "
                              f"report each constrained metric")
+        bad = {c.metric: metrics[c.metric] for c in self.constraints
+               if c.metric in metrics and not math.isfinite(metrics[c.metric])}
+        if bad:
+            raise ValueError(f"trial {trial_id}: constraint metric(s) not finite: {bad}")
         value = float(value)
         trial.metrics.update(metrics)
         trial.finish_time = float(self.clock() if finish_time is None else finish_time)
@@ -154,7 +158,9 @@ class Optimizer:
         if not status.censored:
             raise ValueError(f"fail(status=...) must be one of FAILED, TIMED_OUT, KILLED (got {status})")
         trial.status, trial.reason = status, reason
-        trial.metrics.update({k: float(v) for k, v in (metrics or {}).items()})
+        # a non-finite value is not a measurement (a NaN would poison the constraint GP and
+        # the multipliers); a run-time constraint falls back to the elapsed time below
+        trial.metrics.update({k: float(v) for k, v in (metrics or {}).items() if math.isfinite(float(v))})
         trial.finish_time = float(self.clock() if finish_time is None else finish_time)
         trial.finish_index = len(self.trials)
         for c in self.constraints:

@@ -219,20 +219,29 @@ class StudyLoop:
             cb.on_launch(trial_id, config)
 
     def _stop_due(self, now: float) -> None:
-        """Stop every trial whose stop time has come; at the deadline, all of them."""
+        """Stop every trial whose stop time has come (at the deadline, all of them), after
+        collecting every result that is ready: a trial whose result is in is never stopped."""
+        due = self._due(now)
+        if not due:
+            return
+        for r in self.backend.wait(now):
+            self._record(r)
+        for tid, status, reason in due:
+            if tid in self.running:
+                self._stop(tid, now, status, reason)
+
+    def _due(self, now: float) -> list[tuple[int, Status, str]]:
         lim = self.limits
         if lim.deadline is not None and now >= lim.deadline:
-            for tid in list(self.running):
-                self._stop(tid, now, Status.KILLED, lim.deadline_reason)
-            return
+            return [(tid, Status.KILLED, lim.deadline_reason) for tid in self.running]
+        due = []
         if lim.trial_timeout is not None:
-            for tid, start in list(self.running.items()):
-                if now - start >= lim.trial_timeout:
-                    self._stop(tid, now, Status.TIMED_OUT,
-                               f"ran longer than run.trial_timeout = {lim.trial_timeout:g} s")
-        for tid in self.optimizer.trials_to_stop(now):
-            if tid in self.running:
-                self._stop(tid, now, Status.TIMED_OUT, lim.budget_reason)
+            due += [(tid, Status.TIMED_OUT, f"ran longer than run.trial_timeout = {lim.trial_timeout:g} s")
+                    for tid, start in self.running.items() if now - start >= lim.trial_timeout]
+        timed_out = {tid for tid, _, _ in due}
+        due += [(tid, Status.TIMED_OUT, lim.budget_reason) for tid in self.optimizer.trials_to_stop(now)
+                if tid in self.running and tid not in timed_out]
+        return due
 
     def _next_event(self, now: float) -> float | None:
         """The next time the loop must act without a result: a stop, the deadline, a start."""

@@ -29,11 +29,14 @@ SIGNAL_CHECK = 1.0
 
 def execute_trial(trainable: str | Callable, config: dict[str, Any], options: dict[str, Any],
                   seed: int) -> dict[str, Any]:
-    """The body of one Ray task: train, and say where it ran."""
+    """The body of one Ray task: train, and say where it ran and how long the training took,
+    measured here in the worker (so the driver's own delays are never charged to the trial)."""
     from trainables import get_trainable
 
+    t0 = time.perf_counter()
     metrics = get_trainable(trainable)(config, options, seed)
-    return {"metrics": {k: float(v) for k, v in metrics.items()},
+    runtime = time.perf_counter() - t0
+    return {"metrics": {k: float(v) for k, v in metrics.items()}, "runtime": runtime,
             "node_id": ray.get_runtime_context().get_node_id(), "host": socket.gethostname()}
 
 
@@ -120,7 +123,9 @@ class RayBackend:
         except rex.RayError as exc:   # worker crashed, node died, object lost
             return Result(tid, end, {}, Status.FAILED,
                           f"worker or node lost ({type(exc).__name__}): {first_line(exc)}")
-        return Result(tid, end, out["metrics"], info={"node": out["node_id"], "host": out["host"]})
+        # the run time measured in the worker, unless the trainable reports its own
+        return Result(tid, end, {"runtime": out["runtime"], **out["metrics"]},
+                      info={"node": out["node_id"], "host": out["host"]})
 
 
 def _wait(refs: list, num_returns: int, timeout: float) -> tuple[list, list]:

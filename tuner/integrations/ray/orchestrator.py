@@ -347,19 +347,17 @@ class StudyRunner:
     def _measure_budget(self, task: Any) -> None:
         """Resolve a relative budget (``limit: 1.5x``): run the reference configuration once on
         every slot at the same time, as trials will run, and take the median of its
-        ``budget.metric`` (run time: submit to result, as the loop measures it).  The limit is
+        ``budget.metric`` (run time: measured in the worker, as for every trial).  The limit is
         that times the multiple; the optimizer is created with it."""
         b, slots = self.cfg.budget, self.cfg.run["max_concurrent"]
         config = self._reference_config()
         values: list[float] = []
         with self.progress.phase(f"reference run for the budget on {slots} worker(s): "
                                  f"{_format_config(config)}"):
-            t0 = self.clock()
             pending = [task.remote(self._trainable, config, self.cfg.trainable_options,
                                    self.cfg.run["seed"] + 1_000_000 + i) for i in range(slots)]
             while pending:
                 ready, pending = ray.wait(pending, num_returns=1)
-                end = self.clock()
                 try:
                     out = ray.get(ready[0])
                 except rex.RayError as exc:
@@ -367,7 +365,7 @@ class StudyRunner:
                                       f"{_format_config(config)} failed ({task_error(exc)}); set "
                                       "budget.limit in seconds or another budget.reference") from None
                 if b["metric"] == "runtime":
-                    values.append(end - t0)
+                    values.append(out["metrics"].get("runtime", out["runtime"]))
                 elif b["metric"] in out["metrics"]:
                     values.append(out["metrics"][b["metric"]])
                 else:
@@ -393,7 +391,7 @@ class StudyRunner:
         """A trial's outcome is in the optimizer: keep where it ran, save the state; MLflow
         follows in ``_flush_log`` (a crash in between leaves a result that ``_log_unlogged``
         sends on resume)."""
-        self.session.busy_seconds += outcome.runtime
+        self.session.busy_seconds += outcome.metrics.get("runtime", outcome.runtime)
         if outcome.info:
             self.session.where[outcome.trial_id] = outcome.info
         self._save()
