@@ -7,6 +7,7 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -265,4 +266,19 @@ def test_cli_reports_config_errors_without_a_traceback(tmp_path):
                        text=True, cwd=tmp_path)
     assert p.returncode == 2
     assert "configuration error: run.trials: must be > 0" in p.stderr
+    assert "Traceback" not in p.stderr
+
+
+def test_an_address_where_nothing_answers_fails_at_once_naming_the_field(tmp_path):
+    with socket.socket() as s:                  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    t0 = time.monotonic()
+    p = subprocess.run([sys.executable, "-m", "tuner.app.cli", "run", "--trials", "2",
+                        "--address", f"127.0.0.1:{port}", "--output", str(tmp_path / "runs"),
+                        "--tracking-uri", f"sqlite:///{tmp_path}/mlflow.db"],
+                       capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert time.monotonic() - t0 < 30
+    assert p.returncode == 2, p.stdout + p.stderr
+    assert f"ray.address: nothing answers at 127.0.0.1:{port}" in p.stderr
     assert "Traceback" not in p.stderr

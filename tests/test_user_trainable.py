@@ -127,3 +127,37 @@ def test_tuner_run_cli_tunes_module_function_from_yaml(tmp_path):
     assert "best: trial" in p.stdout and "usertrain:fit" in p.stdout
     state = (Path(tmp_path) / "tuner_runs" / "from-yaml" / "state.json")
     assert state.exists()
+
+
+BROKEN_MODULE = '''
+def typo(config):
+    return {"score": config["lrr"]}          # the space says "x": every trial fails alike
+
+def wrong_metric(config):
+    return {"accuracy": config["x"]}         # the study optimizes "score"
+'''
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("function, cause", [
+    ("typo", "KeyError: 'lrr'"),
+    ("wrong_metric", "the trial reported no 'score' (objective.metric); it reported ['accuracy',"),
+])
+def test_a_mistake_that_fails_every_trial_stops_the_study_with_its_cause(tmp_path, function, cause):
+    (tmp_path / "broken.py").write_text(textwrap.dedent(BROKEN_MODULE))
+    config = {"study": "broken", "trainable": f"broken:{function}", "space": SPACE,
+              "objective": {"metric": "score"}, "run": {"trials": 20, "max_concurrent": 2},
+              "mlflow": {"tracking_uri": f"sqlite:///{tmp_path}/mlflow.db"}}
+    (tmp_path / "study.yaml").write_text(yaml.safe_dump(config))
+    p = subprocess.run([sys.executable, "-m", "tuner.app.cli", "run", "study.yaml"], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 2, p.stdout[-2000:] + p.stderr[-2000:]
+    last = p.stderr.strip().splitlines()[-1]
+    assert last.startswith("tuner: study stopped: the first 3 trials all failed") and cause in last
+    assert "Traceback" not in p.stdout + p.stderr
+    state = json.loads((tmp_path / "tuner_runs" / "broken" / "state.json").read_text())
+    assert len(state["optimizer"]["trials"]) < 20            # it stopped early
+    runs = MlflowClient(config["mlflow"]["tracking_uri"]).search_runs(
+        [MlflowClient(config["mlflow"]["tracking_uri"]).get_experiment_by_name("broken").experiment_id])
+    parent = next(r for r in runs if "mlflow.parentRunId" not in r.data.tags)
+    assert parent.info.status == "FAILED"

@@ -70,6 +70,10 @@ def _run(args: argparse.Namespace) -> int:
                                                "tracking_uri", "algorithm", "output", "trainable")}
     cfg = load_study(args.config or DEFAULT_STUDY, overrides)
     result = StudyRunner(cfg, resume=args.resume, fresh=args.fresh).run()
+    if result.status == "FAILED":
+        print(f"tuner: study stopped: {result.diagnosis}. Fix it and run again with --fresh "
+              f"(the failed trials are in {result.directory}/trials.csv)", file=sys.stderr)
+        return 2
     if result.status != "FINISHED":
         return 130
     if result.diagnosis is not None:

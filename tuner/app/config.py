@@ -165,6 +165,7 @@ RUN_SCHEMA = {
     "trial_timeout": Field((float, None), None, above=0),
     "wall_clock_limit": Field((float, None), None, above=0),
     "seed": Field((int,), 0),
+    "fail_fast": Field((int,), 3, minimum=0),   # stop when the first n trials fail alike (0: never)
 }
 RAY_SCHEMA = {"address": Field((str, None), None)}
 MLFLOW_SCHEMA = {

@@ -122,6 +122,35 @@ class Limits:
             raise ValueError(f"workers must be >= 1 or None (got {self.slots})")
 
 
+class StudyFailed(Exception):
+    """The study cannot work as set up: its first trials all failed with one cause."""
+
+
+class FailFast(LoopCallback):
+    """Raise ``StudyFailed`` when the first ``n`` trials to end all FAILED with the same reason
+    (a misspelled hyperparameter, a metric the trainable never reports, a missing import), so
+    that a mistake is reported at once instead of failing every trial.  A trial that finished,
+    or was stopped for time, shows the set-up works: no check after it.  ``n = 0``: never."""
+
+    def __init__(self, n: int):
+        self.n = n
+        self.reasons: list[str] = []
+        self.settled = n == 0
+
+    def on_end(self, outcome: Outcome) -> None:
+        if self.settled:
+            return
+        if outcome.status != Status.FAILED:
+            self.settled = True
+            return
+        self.reasons.append(outcome.reason or "")
+        if len(self.reasons) >= self.n:
+            self.settled = True
+            if len(set(self.reasons)) == 1:
+                raise StudyFailed(f"the first {self.n} trials all failed with the same error: "
+                                  f"{self.reasons[0]}")
+
+
 class StopOnSignal:
     """The first Ctrl-C or SIGTERM asks the loop to stop after its current step (the state
     stays consistent); a second Ctrl-C raises KeyboardInterrupt at once.  Call the object to

@@ -33,6 +33,7 @@ import csv
 import json
 import math
 import shutil
+import socket
 import sys
 import threading
 import time
@@ -51,7 +52,8 @@ from tuner.core.optimizer import Optimizer
 from tuner.core.persist import StateError, read_state, write_atomic, write_json, write_state
 from tuner.core.space import SearchSpace
 from tuner.core.trial import Status
-from tuner.loop.loop import Limits, LoopCallback, Outcome, StopOnSignal, StudyLoop
+from tuner.loop.loop import (FailFast, Limits, LoopCallback, Outcome, StopOnSignal, StudyFailed,
+                             StudyLoop)
 
 from .backend import RayBackend, execute_trial, first_line, task_error
 
@@ -60,7 +62,7 @@ if TYPE_CHECKING:
 
 STATE_FORMAT = "tuner.study"
 STATE_VERSION = 2     # 2: statuses live in the optimizer's trials only; the session keeps where each ran
-FINISHED, KILLED = Status.FINISHED, Status.KILLED
+FINISHED, FAILED, KILLED = Status.FINISHED, Status.FAILED, Status.KILLED
 # Parts of the resolved config that define the study; the rest (limits, addresses) may change
 # between sessions of one study.
 IDENTITY = ("trainable", "trainable_options", "space", "objective", "budget", "optimizer")
@@ -100,7 +102,7 @@ def ship_trainable(cfg: StudyConfig) -> str | Callable:
 class StudyResult:
     """What a finished (or interrupted) study hands back."""
 
-    status: str                       # FINISHED or KILLED (interrupted)
+    status: str                       # FINISHED, KILLED (interrupted) or FAILED (``diagnosis``)
     optimizer: Optimizer
     where: dict[int, dict[str, Any]]  # trial id -> node and host it ran on
     run_id: str | None
@@ -281,24 +283,33 @@ class StudyRunner:
             backend = RayBackend(task, self._trainable, self.cfg.trainable_options,
                                  self.cfg.run["seed"], clock=self.clock, grace=self.grace,
                                  interrupted=stop)
+            fail_fast = FailFast(min(self.cfg.run["fail_fast"], self.cfg.run["trials"])
+                                 if not opt.trials or restart == [t.trial_id for t in opt.trials] else 0)
             self.loop = StudyLoop(opt, backend, self._limits(), metric=self.cfg.objective["metric"],
-                                  callbacks=[_SaveState(self), _LogToMlflow(self), _ShowProgress(self)],
+                                  callbacks=[_SaveState(self), fail_fast, _LogToMlflow(self),
+                                             _ShowProgress(self)],
                                   should_stop=stop)
+            failure = None
             try:
                 done = self.loop.run(restart=[(tid, opt.trials[tid].config) for tid in restart])
             except KeyboardInterrupt:   # a second Ctrl-C: stop at once
                 backend.abandon()
                 done = False
+            except StudyFailed as exc:
+                backend.abandon()
+                done, failure = False, str(exc)
             backend.close()
-        status = FINISHED if done else KILLED
-        if not done:
+        status = FINISHED if done else FAILED if failure else KILLED
+        if failure:
+            self.progress.message(f"\nstopped: {failure}")
+        elif not done:
             self.progress.message(f"\ninterrupted: {len(self.loop.running)} running trial(s) will "
                                   f"start again with --resume (state: {self.state_path})")
         self._save()
         self._flush_log()
         if started_here:
             ray.shutdown()
-        return self._finish(status)
+        return self._finish(status, failure)
 
     def _limits(self) -> Limits:
         """The loop's limits: slots, trial timeout, wall-clock deadline (this session's share of
@@ -511,7 +522,7 @@ class StudyRunner:
                 f"{cfg.run['trials']} trials, {cfg.run['max_concurrent']} at once on {where}{budget}"
                 f"{again}; MLflow {cfg.mlflow['tracking_uri']} experiment '{cfg.experiment}'")
 
-    def _finish(self, status: str) -> StudyResult:
+    def _finish(self, status: str, failure: str | None = None) -> StudyResult:
         elapsed = self.elapsed()
         snap = self._snapshot(elapsed)
         table = self.dir / "trials.csv"
@@ -536,7 +547,7 @@ class StudyRunner:
         except Exception as exc:  # a plot must never cost the study its results
             self.progress.message(f"warning: plots not written: {exc}")
         self.tracker.log_artifacts(paths)
-        unlogged = self.tracker.finish(FINISHED if status == FINISHED else KILLED)
+        unlogged = self.tracker.finish(status)
         self.session.run_id = self.tracker.run_id or self.session.run_id   # real id once known
         self._save()
         cols = ["trial", "status", key, "runtime", "over_budget", *self.cfg.space]
@@ -557,7 +568,7 @@ class StudyRunner:
                                                      if unlogged else ""))
         return StudyResult(status, self.optimizer, self.session.where, self.session.run_id,
                            self.dir, elapsed, snap.utilization, unlogged,
-                           None if finished else self._diagnosis())
+                           failure or (None if finished else self._diagnosis()))
 
     def _write_best(self, row: Mapping[str, Any]) -> list[Path]:
         """best.json and best.yaml in the study folder (and best.json in the MLflow parent run):
@@ -686,11 +697,28 @@ def _init_ray(address: str | None) -> None:
     """A local Ray instance (address None) or a connection to a cluster (``auto``, host:port,
     ``ray://host:10001``)."""
     local = {"_system_config": LOCAL_RAY_SYSTEM_CONFIG} if address is None else {}
+    _check_reachable(address)
     try:
         ray.init(address=address, include_dashboard=False, log_to_driver=False,
                  configure_logging=False, **local)
     except (ConnectionError, RuntimeError, ValueError) as exc:
         raise ConfigError(f"ray.address: could not connect to Ray at {address!r}: {exc}") from exc
+
+
+def _check_reachable(address: str | None, timeout: float = 10.0) -> None:
+    """Fail at once when nothing answers at a ``host:port`` address: ``ray.init`` would retry
+    for minutes (over 400 s seen) before giving up."""
+    if address is None or address in ("auto", "local"):
+        return
+    host, _, port = address.split("://", 1)[-1].rpartition(":")
+    if not host or not port.isdigit():
+        return                                   # ray.init names what is wrong with it
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout).close()
+    except OSError as exc:
+        raise ConfigError(f"ray.address: nothing answers at {address} ({exc or type(exc).__name__}); "
+                          "start the cluster there (`ray start --head`) or fix the address "
+                          "(--address, or leave it out for a local Ray)") from None
 
 
 class _InThread:
