@@ -282,3 +282,45 @@ def test_an_address_where_nothing_answers_fails_at_once_naming_the_field(tmp_pat
     assert p.returncode == 2, p.stdout + p.stderr
     assert f"ray.address: nothing answers at 127.0.0.1:{port}" in p.stderr
     assert "Traceback" not in p.stderr
+
+
+def test_a_failed_start_leaves_no_running_parent_and_the_next_start_adopts_it(tmp_path):
+    """A start-up failure (here the budget's reference run raises) ends the MLflow parent run
+    as FAILED; a hard kill before the first state save leaves one behind; the next start of
+    the study reuses that parent run, so the experiment never holds an empty second parent."""
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    cfg = study(tmp_path, study="adopt", budget={"limit": "2x"}, run={"trials": 3, "max_concurrent": 2},
+                trainable_options={"time_scale": 0.1, "fail_above": 0.0})
+    cfg["mlflow"] = {"tracking_uri": uri}
+    path = tmp_path / "study.yaml"
+    path.write_text(json.dumps(cfg))
+    p = cli("run", str(path), cwd=tmp_path)
+    out = p.communicate(timeout=300)[0]
+    assert p.returncode == 2 and "budget.reference" in out, out
+    parent, _ = child_runs(uri, "adopt")
+    assert parent.info.status == "FAILED"
+
+    # a hard kill after the parent run exists, before any trial: slow reference runs
+    cfg["trainable_options"] = {"time_scale": 20.0, "cv": 0.1}
+    path.write_text(json.dumps(cfg))
+    p = cli("run", str(path), cwd=tmp_path)
+    tracker = Path(cfg["output"]) / "adopt" / "mlflow_tracker.json"
+    for line in p.stdout:
+        if "reference run for the budget" in line:
+            break
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and '"run_id": "' not in (tracker.read_text() if tracker.exists() else ""):
+        time.sleep(0.2)
+    time.sleep(1.0)
+    p.kill()
+    p.communicate(timeout=60)
+    assert not (Path(cfg["output"]) / "adopt" / "state.json").exists()
+
+    cfg["trainable_options"] = {"time_scale": 0.1, "cv": 0.1}
+    path.write_text(json.dumps(cfg))
+    p = cli("run", str(path), cwd=tmp_path)
+    out = p.communicate(timeout=300)[0]
+    assert p.returncode == 0, out
+    parent, children = child_runs(uri, "adopt")      # one parent run, the first one
+    assert parent.info.status == "FINISHED"
+    assert sorted(int(c.data.tags["trial_id"]) for c in children) == [0, 1, 2]

@@ -276,6 +276,9 @@ class StudyTracker:
         if cut:
             tags["truncated_params"] = ", ".join(cut)
         self._accepted.add(tid)
+        if not self._parent(self._key).get("trials"):
+            self._parent(self._key)["trials"] = True      # not adoptable any more (_resolve)
+            self._save_state()
         self._submit({"op": "trial", "parent": self._key, "trial_id": tid,
                       "status": RUN_STATUS.get(record.status, "FAILED"),
                       "start": _ms(record.start_time), "end": _ms(record.end_time),
@@ -493,6 +496,15 @@ class StudyTracker:
             parents[key] = {"run_id": resume_run_id, "experiment_id": None}
             self._save_state()
             return key
+        if parents:
+            key, last = list(parents.items())[-1]
+            if not last.get("trials"):
+                # an earlier session in this folder died before its study state was saved (a
+                # start-up failure, a hard kill): its parent has no trial; adopt it, so a study
+                # never leaves an empty parent run behind and never gets two
+                log.info("MLflow: adopting the parent run of an earlier start of this study (%s)",
+                         last["run_id"] or PENDING + key)
+                return key
         key = uuid.uuid4().hex
         self._parent(key)
         self._save_state()

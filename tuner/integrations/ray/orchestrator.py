@@ -273,6 +273,8 @@ class StudyRunner:
             self._log_unlogged()
         except BaseException:
             tracking.result(raise_error=False)
+            if self.tracker is not None and self.tracker.run_id is not None:
+                self.tracker.finish("FAILED")   # not left RUNNING; the next start adopts it
             if started_here:
                 ray.shutdown()
             raise
