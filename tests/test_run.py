@@ -2,6 +2,7 @@
 and once in the optimizer, failures and budget stops recorded with their status, Ctrl-C and
 --resume without a lost or duplicated trial, a two-node cluster, clear config errors."""
 
+import csv
 import io
 import json
 import os
@@ -324,3 +325,38 @@ def test_a_failed_start_leaves_no_running_parent_and_the_next_start_adopts_it(tm
     parent, children = child_runs(uri, "adopt")      # one parent run, the first one
     assert parent.info.status == "FINISHED"
     assert sorted(int(c.data.tags["trial_id"]) for c in children) == [0, 1, 2]
+
+
+def test_driver_killed_then_resume_loses_reruns_and_logs_nothing_twice(tmp_path):
+    """SIGKILL the driver mid-study: trials.csv is current up to the kill; --resume finishes the
+    study with every trial once in the state, the table and MLflow."""
+    cfg = study(tmp_path, study="killed", run={"trials": 10, "max_concurrent": 2},
+                trainable_options={"time_scale": 0.3, "cv": 0.3})
+    path = tmp_path / "study.yaml"
+    path.write_text(json.dumps(cfg))
+    folder = Path(cfg["output"]) / "killed"
+    p = cli("run", str(path), cwd=tmp_path)
+    for line in p.stdout:
+        if line.startswith("[") and "finished 4/" in line:
+            break
+    p.send_signal(signal.SIGKILL)
+    p.communicate(timeout=60)
+    with (folder / "trials.csv").open() as fh:
+        before = list(csv.DictReader(fh))
+    state = json.loads((folder / "state.json").read_text())
+    ended = [t for t in state["optimizer"]["trials"] if t["status"] != "RUNNING"]
+    assert len(before) >= 4        # appended as they ended, in that order
+    assert sorted(int(r["trial"]) for r in before) == [t["trial_id"] for t in ended]
+
+    p = cli("run", str(path), "--resume", cwd=tmp_path)
+    out = p.communicate(timeout=300)[0]
+    assert p.returncode == 0, out
+    state = json.loads((folder / "state.json").read_text())
+    assert [t["status"] for t in state["optimizer"]["trials"]] == ["FINISHED"] * 10
+    with (folder / "trials.csv").open() as fh:
+        assert [int(r["trial"]) for r in csv.DictReader(fh)] == list(range(10))
+    for r in before:    # what had finished before the kill was kept, not run again
+        t = state["optimizer"]["trials"][int(r["trial"])]
+        assert t["finish_time"] == pytest.approx(float(r["finish"]))
+    _, children = child_runs(cfg["mlflow"]["tracking_uri"], "killed")
+    assert sorted(int(c.data.tags["trial_id"]) for c in children) == list(range(10))

@@ -30,6 +30,7 @@ those trials rerun on resume.
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
 import shutil
@@ -153,6 +154,7 @@ class StudyRunner:
         self._trainable = ship_trainable(cfg)
         self.dir = Path(cfg.output) / cfg.study
         self.state_path = self.dir / "state.json"
+        self.table_path = self.dir / "trials.csv"
         self.progress = progress or Progress()
         self.clock = clock
         self.resume, self.fresh = resume, fresh
@@ -251,6 +253,8 @@ class StudyRunner:
         """Start Ray, warm the workers up, measure a relative budget, then run the trials; each
         start-up step is printed with the seconds it took."""
         restart = self._prepare()
+        if self.optimizer is not None:
+            self._write_table()          # a resumed study: the table as the state has it
         self.progress.message(self._banner(restart))
         tracking = _InThread(self._start_tracking)   # MLflow starts while Ray does
         started_here = not ray.is_initialized()
@@ -408,6 +412,7 @@ class StudyRunner:
         if outcome.info:
             self.session.where[outcome.trial_id] = outcome.info
         self._save()
+        self._append_row(outcome.trial_id)
         self._to_log.append(outcome.trial_id)
 
     # --- MLflow -----------------------------------------------------------------------------
@@ -527,9 +532,8 @@ class StudyRunner:
     def _finish(self, status: str, failure: str | None = None) -> StudyResult:
         elapsed = self.elapsed()
         snap = self._snapshot(elapsed)
-        table = self.dir / "trials.csv"
-        rows = self._write_table(table)
-        paths = [table]
+        rows = self._write_table()
+        paths = [self.table_path]
         key = self.cfg.objective["metric"]
         finished = rank_finished(rows, key, self.cfg.objective["mode"])
         # within the budget first, then by score; with none finished, the fastest runs
@@ -625,24 +629,37 @@ class StudyRunner:
         return (self.optimizer.trials[trial_id].status == Status.TIMED_OUT
                 and self._over_budget(trial_id))
 
-    def _write_table(self, path: Path) -> list[dict[str, Any]]:
-        opt, key = self.optimizer, self.cfg.objective["metric"]
-        rows = []
-        for tid in self._ended():
-            tr, where = opt.trials[tid], self.session.where.get(tid, {})
-            rows.append({"trial": tid, "status": str(tr.status), key: tr.value,
-                         "runtime": tr.metrics.get("runtime"),
-                         "over_budget": int(self._over_budget(tid)),
-                         "train_time": tr.metrics.get("train_time"),
-                         "pending_at_suggest": tr.pending_at_suggest, "start": tr.start_time,
-                         "finish": tr.finish_time, "node": where.get("node"),
-                         "reason": tr.reason, **tr.config})
+    def _row(self, tid: int) -> dict[str, Any]:
+        """A trial's line of ``trials.csv``."""
+        tr, where = self.optimizer.trials[tid], self.session.where.get(tid, {})
+        return {"trial": tid, "status": str(tr.status), self.cfg.objective["metric"]: tr.value,
+                "runtime": tr.metrics.get("runtime"), "over_budget": int(self._over_budget(tid)),
+                "train_time": tr.metrics.get("train_time"),
+                "pending_at_suggest": tr.pending_at_suggest, "start": tr.start_time,
+                "finish": tr.finish_time, "node": where.get("node"), "reason": tr.reason,
+                **tr.config}
+
+    def _write_table(self) -> list[dict[str, Any]]:
+        """``trials.csv`` anew from the state, atomically: every ended trial in id order."""
+        rows = [self._row(tid) for tid in self._ended()]
         if rows:
-            with open(path, "w", newline="") as fh:
-                w = csv.DictWriter(fh, fieldnames=list(rows[0]))
-                w.writeheader()
-                w.writerows(rows)
+            text = io.StringIO()
+            w = csv.DictWriter(text, fieldnames=list(rows[0]))
+            w.writeheader()
+            w.writerows(rows)
+            write_atomic(self.table_path, text.getvalue())
         return rows
+
+    def _append_row(self, tid: int) -> None:
+        """One ended trial onto ``trials.csv``, so the table is current even after a hard kill
+        (``_write_table`` rewrites it whole on resume and at the end)."""
+        row = self._row(tid)
+        new = not self.table_path.exists()
+        with open(self.table_path, "a", newline="") as fh:
+            w = csv.DictWriter(fh, fieldnames=list(row))
+            if new:
+                w.writeheader()
+            w.writerow(row)
 
 
 class _SaveState(LoopCallback):
