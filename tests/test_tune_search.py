@@ -284,3 +284,36 @@ def test_missing_metric_mode_or_space_is_a_clear_error():
         TunerSearch({"x": tune.uniform(0, 1)}).suggest("t0")
     with pytest.raises(RuntimeError, match="no search space"):
         TunerSearch(metric="loss", mode="min").suggest("t0")
+
+
+def stepwise(config):
+    """Eight steps whose loss falls with each step: an early result is no full evaluation."""
+    for i in range(8):
+        time.sleep(0.02)
+        tune.report({"loss": (config["x"] - 0.3) ** 2 + 1.0 / (i + 1)})
+
+
+@pytest.mark.parametrize("max_t", [8, None])
+def test_trials_stopped_early_by_asha_are_censored_not_told(ray_session, tmp_path, max_t):
+    from ray.tune.schedulers import ASHAScheduler
+
+    searcher = TunerSearch(metric="loss", mode="min", seed=0, n_candidates=128, n_local=16,
+                           max_t=max_t)
+    tuner = tune.Tuner(
+        stepwise, param_space={"x": tune.uniform(-1.0, 1.0)},
+        tune_config=tune.TuneConfig(search_alg=searcher, num_samples=12, max_concurrent_trials=4,
+                                    scheduler=ASHAScheduler(metric="loss", mode="min", max_t=8,
+                                                            grace_period=1, reduction_factor=2)),
+        run_config=tune.RunConfig(name=f"asha{max_t}", storage_path=str(tmp_path), verbose=0))
+    results = tuner.fit()
+    opt, ids = searcher.optimizer, searcher.trial_ids
+    steps = {ids[r.metrics["trial_id"]]: r.metrics["training_iteration"] for r in results}
+    early = [t for t, n in steps.items() if n < 8]
+    full = [t for t, n in steps.items() if n == 8]
+    assert early and full                                   # ASHA stopped some, not all
+    for t in early:
+        tr = opt.trials[t]
+        assert tr.status == Status.KILLED and "stopped early by the scheduler" in tr.reason
+        assert tr.value is None                             # no objective value from it
+    for t in full:
+        assert opt.trials[t].status == Status.FINISHED

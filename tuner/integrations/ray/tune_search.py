@@ -35,6 +35,11 @@ How Ray's calls map onto the ask/tell ``Optimizer`` (``searcher.optimizer``):
   finite numeric entries of the result (``config/...`` entries excluded).  The *last* result a
   trial reported is the one told (as for every Ray searcher).  Completions of unknown trial ids
   (e.g. from a restored experiment) and repeated completions are ignored with a warning.
+* Schedulers (ASHA, median stopping, ...): a trial that a scheduler stopped before it finished
+  is *censored* (``Optimizer.fail(..., status=KILLED)``), not told as an evaluation: its last
+  result is an intermediate one.  With ``max_t`` (the scheduler's) a trial is a full evaluation
+  when its ``time_attr`` reached it; without, when Ray passed its last result on (no stop
+  decision) or it got as far as every trial before it (a ``stop={...}`` criterion).
 * ``mode`` ("min"/"max") becomes the Optimizer's ``mode`` setting; the Optimizer maximizes
   internally.  ``algorithm``, ``objective_bounds``, ``seed`` and any other keyword
   (``window``, ``beta``, ``n_candidates``...; see ``tuner.core.optimizer.Settings``) are Optimizer
@@ -75,6 +80,7 @@ from tuner.core.optimizer import Optimizer
 from tuner.core.settings import Settings
 from tuner.core.persist import envelope, opened, write_atomic
 from tuner.core.space import Categorical, Float, Int, SearchSpace, SpaceError
+from tuner.core.trial import Status
 from .tune_space import from_tune
 
 logger = logging.getLogger(__name__)
@@ -171,6 +177,10 @@ def _numeric_metrics(result: Mapping[str, Any]) -> dict[str, float]:
     return out
 
 
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, numbers.Real) and not isinstance(value, bool) else None
+
+
 def _jsonable(value: Any) -> bool:
     try:
         json.dumps(value)
@@ -201,6 +211,9 @@ class TunerSearch(Searcher):
             objective by ``constraint_handler`` (default ``rpol``).  More constraints:
             ``constraints=[{"metric": ..., "limit": ..., "type": "budget" | "upper"}]``.
         budget_metric: the result key the budget applies to.
+        time_attr, max_t: with a scheduler that stops trials early (ASHA), its time attribute
+            and the value a full run reaches; a trial stopped before is censored (module
+            docstring).  Without max_t it is inferred from the results.
         **optimizer_settings: any other ``tuner.core.optimizer.Settings`` field, plus ``clock``
             (a function returning the time in seconds; ``time.time`` by default).
 
@@ -215,6 +228,7 @@ class TunerSearch(Searcher):
                  mode: str | None = None, points_to_evaluate: list[dict] | None = None,
                  algorithm: str = "gp-ucb-sdf", objective_bounds=None, seed: int = 0,
                  budget: float | None = None, budget_metric: str = "time_total_s",
+                 time_attr: str = "training_iteration", max_t: float | None = None,
                  **optimizer_settings: Any):
         if metric is not None and not isinstance(metric, str):
             raise ValueError(f"metric must be a single result key (got {metric!r}); TunerSearch "
@@ -253,6 +267,9 @@ class TunerSearch(Searcher):
         self._points: list[dict[str, Any]] = [copy.deepcopy(p) for p in points_to_evaluate or []]
         self.optimizer: Optimizer | None = None
         self._trial_ids: dict[str, int] = {}
+        self._time_attr, self._max_t = time_attr, None if max_t is None else float(max_t)
+        self._seen: dict[str, float] = {}      # Ray trial id -> time_attr of its last on_trial_result
+        self._furthest = -math.inf             # the largest time_attr any trial reached
         self._setup()
 
     # --- set-up ---------------------------------------------------------------------------------
@@ -311,6 +328,28 @@ class TunerSearch(Searcher):
         self._trial_ids[trial_id] = s.trial_id
         return {**copy.deepcopy(self._constants), **config}
 
+    def on_trial_result(self, trial_id: str, result: dict) -> None:
+        """Ray passes a result here only when the trial goes on (not on a stop decision)."""
+        t = _number(result.get(self._time_attr))
+        if t is not None:
+            self._seen[trial_id] = t
+            self._furthest = max(self._furthest, t)
+
+    def _stopped_early(self, trial_id: str, result: Mapping[str, Any]) -> str | None:
+        """Why a trial's last result is no full evaluation, or None: a scheduler (ASHA, median
+        stopping...) stopped it before ``max_t`` or, without ``max_t``, on a result Ray did not
+        pass to ``on_trial_result`` (a stop decision) before it got as far as another trial."""
+        t = _number(result.get(self._time_attr))
+        if t is None:
+            return None
+        self._furthest, furthest = max(self._furthest, t), self._furthest
+        if self._max_t is not None:
+            early = t < self._max_t
+        else:
+            early = self._seen.get(trial_id) != t and t < furthest
+        return (f"stopped early by the scheduler at {self._time_attr} = {t:g} (censored: its "
+                f"last result is no full evaluation)") if early else None
+
     def on_trial_complete(self, trial_id: str, result: dict | None = None,
                           error: bool = False) -> None:
         opt_id = self._trial_ids.get(trial_id)
@@ -321,7 +360,11 @@ class TunerSearch(Searcher):
         metrics = _numeric_metrics(result or {})
         reason = None
         value = None
-        if error:
+        status = Status.FAILED
+        early = None if error or not result else self._stopped_early(trial_id, result)
+        if early is not None:
+            reason, status = early, Status.KILLED
+        elif error:
             reason = "the trial raised an error (Ray Tune reported error=True)"
         elif not result:
             reason = "the trial ended without reporting a result"
@@ -339,7 +382,7 @@ class TunerSearch(Searcher):
             if reason is None:
                 self.optimizer.tell(opt_id, value, metrics=metrics)
             else:
-                self.optimizer.fail(opt_id, reason, metrics=metrics)
+                self.optimizer.fail(opt_id, reason, metrics=metrics, status=status)
         except ValueError as exc:   # already told (e.g. a trial resumed after a restore)
             logger.warning("TunerSearch: ignoring another completion of trial %s: %s", trial_id, exc)
 
@@ -365,7 +408,8 @@ class TunerSearch(Searcher):
             "metric": self._metric, "mode": self._mode, "settings": self._settings,
             "space": None if self._space is None else self._space.to_dict(),
             "constants": constants, "points_to_evaluate": self._points,
-            "trial_ids": self._trial_ids,
+            "trial_ids": self._trial_ids, "seen": self._seen,
+            "furthest": None if math.isinf(self._furthest) else self._furthest,
             "optimizer": None if self.optimizer is None else self.optimizer.state_dict(),
         })
 
@@ -378,6 +422,9 @@ class TunerSearch(Searcher):
         self._constants = {**self._constants, **state["constants"]}
         self._points = [dict(p) for p in state["points_to_evaluate"]]
         self._trial_ids = {str(k): int(v) for k, v in state["trial_ids"].items()}
+        self._seen = {str(k): float(v) for k, v in state.get("seen", {}).items()}
+        furthest = state.get("furthest")
+        self._furthest = -math.inf if furthest is None else float(furthest)
         if state["optimizer"] is not None:
             self.optimizer = Optimizer.from_state(state["optimizer"], clock=self._clock)
             self._space = self.optimizer.space
