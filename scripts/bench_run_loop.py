@@ -1,0 +1,131 @@
+"""`tuner run`'s loop against a bare Ray-task loop, in one run: true utilization and overhead.
+
+Every trial sleeps U(lo, hi) ms (seeded by its configuration) in a Ray task with
+``num_cpus = 2 / slots``.  Three ways, at each slot count:
+
+* ``bare``: ``ray.remote`` tasks and ``ray.wait(num_returns=1)``, random configurations, no
+  optimizer, no state, no MLflow: the floor;
+* ``tuner-random``: ``StudyRunner`` (the README's ``tuner run``) with ``algorithm: random``,
+  the study state, the trial table and MLflow (sqlite) all on;
+* ``tuner-gp``: the same with ``gp-ucb-sdf``.
+
+True utilization = the trials' own sleeps / (slots x span), span = first start to last end of
+the trials (in the trials for ``bare``, the loop's launch and collection times for ``tuner``);
+overhead per trial = (slots x span - sleeps) / trials.  ``wall``: the whole call, with Ray's and
+MLflow's start-up and the MLflow backlog sent after the last trial.  Also: the driver's peak
+memory (RSS).
+
+    python scripts/bench_run_loop.py --trials 200 --slots 2 8 --out docs/results/run_loop
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import random
+import resource
+import tempfile
+import time
+from pathlib import Path
+
+import ray
+
+from tuner.app.config import load_study
+from tuner.app.progress import Progress
+from tuner.integrations.ray.orchestrator import LOCAL_RAY_SYSTEM_CONFIG, StudyRunner
+
+SPACE = {"x": {"type": "float", "low": 0.0, "high": 1.0},
+         "y": {"type": "float", "low": 0.0, "high": 1.0}}
+LOW, HIGH = 0.05, 0.5
+
+
+def sleep_trial(config: dict) -> dict:
+    """Sleep U(LOW, HIGH) s, seeded by the configuration; the score peaks at (0.3, 0.6)."""
+    d = random.Random(int(config["x"] * 1e9) ^ int(config["y"] * 1e9)).uniform(LOW, HIGH)
+    t0 = time.time()
+    time.sleep(d)
+    return {"score": -(config["x"] - 0.3) ** 2 - (config["y"] - 0.6) ** 2, "slept": d,
+            "t_start": t0, "t_end": time.time()}
+
+
+def run_bare(n: int, slots: int) -> dict:
+    task = ray.remote(num_cpus=2 / slots, max_retries=0)(sleep_trial)
+    ray.get([task.remote({"x": 0.0, "y": 0.0}) for _ in range(slots)])   # warm the workers
+    rng = random.Random(0)
+    running, out, started = [], [], 0
+    t0 = time.time()
+    while len(out) < n:
+        while len(running) < slots and started < n:
+            running.append(task.remote({"x": rng.random(), "y": rng.random()}))
+            started += 1
+        ready, running = ray.wait(running, num_returns=1)
+        out += ray.get(ready)
+    span = max(r["t_end"] for r in out) - min(r["t_start"] for r in out)
+    return {"trials": n, "work": sum(r["slept"] for r in out), "span": span,
+            "wall": time.time() - t0}
+
+
+def run_tuner(n: int, slots: int, algorithm: str, root: Path) -> dict:
+    study = f"bench-{algorithm}-{slots}"
+    cfg = load_study({"study": study, "trainable": sleep_trial, "space": SPACE,
+                      "objective": {"metric": "score", "mode": "max"},
+                      "optimizer": {"algorithm": algorithm},
+                      "run": {"trials": n, "max_concurrent": slots, "cpus_per_trial": 2 / slots},
+                      "mlflow": {"tracking_uri": f"sqlite:///{root}/mlflow.db"},
+                      "output": str(root / "runs")})
+    t0 = time.time()
+    result = StudyRunner(cfg, progress=Progress(stream=open("/dev/null", "w"))).run()
+    trials = result.optimizer.trials
+    work = sum(tr.metrics.get("slept", 0.0) for tr in trials)
+    span = max(tr.finish_time for tr in trials) - min(tr.start_time for tr in trials)
+    return {"trials": sum(tr.status == "FINISHED" for tr in trials), "work": work,
+            "span": span, "wall": time.time() - t0}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--trials", type=int, default=200)
+    ap.add_argument("--slots", type=int, nargs="+", default=[2, 8])
+    ap.add_argument("--ways", nargs="+", default=["bare", "tuner-random", "tuner-gp"])
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args()
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False,
+             _system_config=LOCAL_RAY_SYSTEM_CONFIG)
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for slots in args.slots:
+            for way in args.ways:
+                r = (run_bare(args.trials, slots) if way == "bare" else
+                     run_tuner(args.trials, slots, "random" if way == "tuner-random" else "gp-ucb-sdf",
+                               Path(tmp)))
+                util = r["work"] / (slots * r["span"])
+                over = (slots * r["span"] - r["work"]) / max(r["trials"], 1)
+                rows.append({"slots": slots, "way": way, "trials": r["trials"],
+                             "utilization": round(util, 3), "overhead_ms": round(1e3 * over, 1),
+                             "trials_per_s": round(r["trials"] / r["span"], 2),
+                             "span_s": round(r["span"], 1), "wall_s": round(r["wall"], 1),
+                             "driver_peak_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)})
+                print(rows[-1], flush=True)
+    ray.shutdown()
+    lines = ["| slots | way | trials | true utilization | overhead per trial | trials/s | span | wall | driver peak RSS so far |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['slots']} | {r['way']} | {r['trials']} | {100 * r['utilization']:.0f} % | "
+                     f"{r['overhead_ms']:.0f} ms | {r['trials_per_s']} | {r['span_s']} s | "
+                     f"{r['wall_s']} s | {r['driver_peak_mb']} MB |")
+    print("\n".join(lines))
+    if args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        with open(out / "runs.csv", "w", newline="") as fh:
+            w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+            w.writeheader()
+            w.writerows(rows)
+        (out / "summary.md").write_text(
+            f"# `tuner run` against a bare Ray-task loop ({args.trials} trials of "
+            f"{1e3 * LOW:.0f}-{1e3 * HIGH:.0f} ms)\n\nCommand: `python scripts/bench_run_loop.py "
+            f"--trials {args.trials} --slots {' '.join(map(str, args.slots))}`\n\n" + "\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()
