@@ -241,3 +241,41 @@ def test_loop_on_ray_never_stops_a_trial_whose_result_is_ready(ray_session):
     assert late.runtime > 0.75                               # collected after its stop time
     assert 0.45 <= late.metrics["runtime"] < 0.6             # its own run time
     assert not opt.constraints[0].observed(opt.trials[1]) > 0   # within the 0.5 s budget
+
+
+@pytest.mark.slow
+def test_a_worker_killed_mid_trial_fails_that_trial_and_the_study_goes_on(ray_session, tmp_path):
+    import os
+    import signal
+    import threading
+
+    from tuner.integrations.ray.backend import RayBackend, execute_trial
+
+    pids = tmp_path / "pids"
+
+    def victim(config):
+        if config["x"] > 0.9:                 # the one the test kills
+            pids.write_text(str(os.getpid()))
+            time.sleep(30)
+        return {"score": config["x"]}
+
+    def kill_when_started():
+        deadline = time.monotonic() + 60
+        while not pids.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        os.kill(int(pids.read_text()), signal.SIGKILL)   # the Ray worker this test's trial runs in
+
+    ray_session.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    task = ray_session.remote(num_cpus=0.5, max_retries=0)(execute_trial)
+    backend = RayBackend(task, victim, {}, seed=0)
+    opt = Optimizer(LINE, algorithm="random", seed=0, clock=backend.clock)
+    opt.suggest = _fixed(opt.suggest, iter([{"x": 0.95}, {"x": 0.1}, {"x": 0.2}, {"x": 0.3}]))
+    rec = Recorder()
+    killer = threading.Thread(target=kill_when_started)
+    killer.start()
+    assert StudyLoop(opt, backend, Limits(4, slots=2), metric="score", callbacks=[rec]).run()
+    killer.join()
+    lost = rec.outcomes[0]
+    assert lost.status == Status.FAILED and "worker or node lost" in lost.reason
+    assert lost.runtime < 30
+    assert [rec.outcomes[t].status for t in (1, 2, 3)] == [Status.FINISHED] * 3
