@@ -360,3 +360,34 @@ def test_driver_killed_then_resume_loses_reruns_and_logs_nothing_twice(tmp_path)
         assert t["finish_time"] == pytest.approx(float(r["finish"]))
     _, children = child_runs(cfg["mlflow"]["tracking_uri"], "killed")
     assert sorted(int(c.data.tags["trial_id"]) for c in children) == list(range(10))
+
+
+def test_a_node_removed_mid_study_fails_its_trials_and_the_study_finishes(tmp_path):
+    from ray.cluster_utils import Cluster
+
+    cluster = Cluster(initialize_head=True, connect=False,
+                      head_node_args={"num_cpus": 1, "include_dashboard": False})
+    try:
+        worker = cluster.add_node(num_cpus=1)
+        cluster.wait_for_nodes()
+        cfg = study(tmp_path, study="nodeloss", run={"trials": 6, "max_concurrent": 2},
+                    trainable_options={"time_scale": 2.0, "cv": 0.1})
+        path = tmp_path / "nodeloss.yaml"
+        path.write_text(json.dumps(cfg))
+        p = cli("run", str(path), "--address", cluster.address, cwd=tmp_path)
+        lines = []
+        for line in p.stdout:                 # the study's trials are running on both nodes
+            lines.append(line)
+            if line.startswith("[") and "running 2" in line:
+                break
+        time.sleep(1.0)
+        cluster.remove_node(worker)
+        out = "".join(lines) + p.communicate(timeout=300)[0]
+        assert p.returncode == 0, out
+    finally:
+        cluster.shutdown()
+    state = json.loads((tmp_path / "runs" / "nodeloss" / "state.json").read_text())
+    trials = state["optimizer"]["trials"]
+    lost = [t for t in trials if t["status"] == "FAILED"]
+    assert len(trials) == 6 and lost and all("worker or node lost" in t["reason"] for t in lost)
+    assert sum(t["status"] == "FINISHED" for t in trials) == 6 - len(lost)
