@@ -87,8 +87,12 @@ def main() -> None:
     ap.add_argument("--trials", type=int, default=200)
     ap.add_argument("--slots", type=int, nargs="+", default=[2, 8])
     ap.add_argument("--ways", nargs="+", default=["bare", "tuner-random", "tuner-gp"])
+    ap.add_argument("--ms", type=float, nargs=2, default=[50, 500], metavar=("LOW", "HIGH"),
+                    help="each trial sleeps U(LOW, HIGH) milliseconds")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
+    global LOW, HIGH
+    LOW, HIGH = args.ms[0] / 1e3, args.ms[1] / 1e3
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False,
              _system_config=LOCAL_RAY_SYSTEM_CONFIG)
     rows = []
@@ -124,7 +128,8 @@ def main() -> None:
         (out / "summary.md").write_text(
             f"# `tuner run` against a bare Ray-task loop ({args.trials} trials of "
             f"{1e3 * LOW:.0f}-{1e3 * HIGH:.0f} ms)\n\nCommand: `python scripts/bench_run_loop.py "
-            f"--trials {args.trials} --slots {' '.join(map(str, args.slots))}`\n\n" + "\n".join(lines) + "\n")
+            f"--trials {args.trials} --slots {' '.join(map(str, args.slots))} --ms {args.ms[0]:g} "
+            f"{args.ms[1]:g} --ways {' '.join(args.ways)}`\n\n" + "\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":

@@ -297,3 +297,31 @@ def test_best_so_far_counts_only_feasible_finished_trials():
     recs[8].metrics["accuracy"] = 0.99
     assert best_so_far(recs, "accuracy") == [(recs[0].end_time, 0.5), (recs[4].end_time, 0.54)]
     assert best_so_far(recs, "accuracy", mode="min") == [(recs[0].end_time, 0.5)]
+
+
+LOCKER = '''
+import sqlite3, sys, time
+con = sqlite3.connect(sys.argv[1], isolation_level=None)
+con.execute("BEGIN EXCLUSIVE")
+print("locked", flush=True)
+time.sleep(float(sys.argv[2]))
+con.execute("COMMIT")
+'''
+
+
+def test_a_store_locked_by_another_process_loses_nothing(sqlite_uri, tmp_path):
+    """Another process holds the sqlite store's exclusive lock while trials are logged: they
+    are spooled (or wait for the lock), and all of them are in MLflow once it is free."""
+    tracker = StudyTracker(sqlite_uri, "study-locked", tmp_path, backoff=0.1, probe_interval=0.5)
+    run_id = tracker.start({"algorithm": "gp-ucb-sdf"})
+    tracker.log_trial(record(0))
+    db = sqlite_uri[len("sqlite:///"):]
+    locker = subprocess.Popen([sys.executable, "-c", LOCKER, db, "8"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert locker.stdout.readline().strip() == "locked"
+        for tid in range(1, 5):
+            tracker.log_trial(record(tid))
+    finally:
+        locker.wait(timeout=60)
+    assert tracker.finish() == 0
+    assert_logged_once(MlflowClient(sqlite_uri), run_id, range(5))
