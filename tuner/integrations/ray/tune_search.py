@@ -37,9 +37,11 @@ How Ray's calls map onto the ask/tell ``Optimizer`` (``searcher.optimizer``):
   (e.g. from a restored experiment) and repeated completions are ignored with a warning.
 * Schedulers (ASHA, median stopping, ...): a trial that a scheduler stopped before it finished
   is *censored* (``Optimizer.fail(..., status=KILLED)``), not told as an evaluation: its last
-  result is an intermediate one.  With ``max_t`` (the scheduler's) a trial is a full evaluation
-  when its ``time_attr`` reached it; without, when Ray passed its last result on (no stop
-  decision) or it got as far as every trial before it (a ``stop={...}`` criterion).
+  result is an intermediate one.  With ``max_t`` (the scheduler's; pass it with a scheduler) a
+  trial is a full evaluation when its ``time_attr`` reached it.  Without, it is inferred: a full
+  evaluation when Ray passed its last result on (no stop decision) or it got as far as every
+  trial before it (a ``stop={...}`` criterion); a trial the scheduler stopped while no other
+  trial had gone further is then told as finished, which ``max_t`` avoids.
 * ``mode`` ("min"/"max") becomes the Optimizer's ``mode`` setting; the Optimizer maximizes
   internally.  ``algorithm``, ``objective_bounds``, ``seed`` and any other keyword
   (``window``, ``beta``, ``n_candidates``...; see ``tuner.core.optimizer.Settings``) are Optimizer
