@@ -11,7 +11,9 @@ Every trial sleeps U(lo, hi) ms (seeded by its configuration) in a Ray task with
 
 True utilization = the trials' own sleeps / (slots x span), span = first start to last end of
 the trials (in the trials for ``bare``, the loop's launch and collection times for ``tuner``);
-overhead per trial = (slots x span - sleeps) / trials.  ``wall``: the whole call, with Ray's and
+overhead per trial = (slots x span - sleeps) / trials.  A throw-away 40-trial study runs first
+(``--cold``: not): the first study in a process runs markedly slower (MLflow's store and
+SQLAlchemy's statement caches are cold), whichever algorithm it uses.  ``wall``: the whole call, with Ray's and
 MLflow's start-up and the MLflow backlog sent after the last trial.  Also: the driver's peak
 memory (RSS).
 
@@ -89,6 +91,8 @@ def main() -> None:
     ap.add_argument("--ways", nargs="+", default=["bare", "tuner-random", "tuner-gp"])
     ap.add_argument("--ms", type=float, nargs=2, default=[50, 500], metavar=("LOW", "HIGH"),
                     help="each trial sleeps U(LOW, HIGH) milliseconds")
+    ap.add_argument("--cold", action="store_true",
+                    help="no throw-away study first (the first study then pays MLflow's cold start)")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
     global LOW, HIGH
@@ -97,6 +101,8 @@ def main() -> None:
              _system_config=LOCAL_RAY_SYSTEM_CONFIG)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
+        if not args.cold:   # a throw-away study first: MLflow's store and SQLAlchemy warmed up
+            run_tuner(40, 2, "random", Path(tmp) / "warm")
         for slots in args.slots:
             for way in args.ways:
                 r = (run_bare(args.trials, slots) if way == "bare" else
@@ -129,7 +135,7 @@ def main() -> None:
             f"# `tuner run` against a bare Ray-task loop ({args.trials} trials of "
             f"{1e3 * LOW:.0f}-{1e3 * HIGH:.0f} ms)\n\nCommand: `python scripts/bench_run_loop.py "
             f"--trials {args.trials} --slots {' '.join(map(str, args.slots))} --ms {args.ms[0]:g} "
-            f"{args.ms[1]:g} --ways {' '.join(args.ways)}`\n\n" + "\n".join(lines) + "\n")
+            f"{args.ms[1]:g} --ways {' '.join(args.ways)}{' --cold' if args.cold else ''}`\n\n" + "\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":

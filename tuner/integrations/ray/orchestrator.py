@@ -20,7 +20,7 @@ Before the clock starts, each slot imports the trainable once in a short run (``
 no trial's run time includes a worker's start-up.
 
 Nothing is lost on a stop: the study state (optimizer state + where each trial ran + MLflow run
-id) is written atomically after every suggestion and every result.  Ctrl-C or SIGTERM cancels
+id) is written atomically once per step of the loop that started or ended a trial.  Ctrl-C or SIGTERM cancels
 the running tasks and leaves them RUNNING in the state; ``--resume`` starts them again under the
 same trial ids (``Optimizer.started``), logs to MLflow whatever finished but was not logged
 yet, and goes on.  A hard kill loses at most the results that had not been written yet, and
@@ -64,6 +64,7 @@ if TYPE_CHECKING:
 STATE_FORMAT = "tuner.study"
 STATE_VERSION = 2     # 2: statuses live in the optimizer's trials only; the session keeps where each ran
 FINISHED, FAILED, KILLED = Status.FINISHED, Status.FAILED, Status.KILLED
+PROGRESS_EVERY = 1.0   # seconds between the parent run's progress metrics while the loop runs
 # Parts of the resolved config that define the study; the rest (limits, addresses) may change
 # between sessions of one study.
 IDENTITY = ("trainable", "trainable_options", "space", "objective", "budget", "optimizer")
@@ -165,6 +166,7 @@ class StudyRunner:
         self.tracker: StudyTracker | None = None
         self._t0 = clock()
         self._to_log: list[int] = []   # recorded trials waiting for MLflow (after the refill)
+        self._progress_logged = -math.inf
         # "nothing fits the budget" is checked once max(3, slots) trials ended, then at 2x that
         self._next_warning: float = max(3, cfg.run["max_concurrent"])
 
@@ -312,7 +314,7 @@ class StudyRunner:
             self.progress.message(f"\ninterrupted: {len(self.loop.running)} running trial(s) will "
                                   f"start again with --resume (state: {self.state_path})")
         self._save()
-        self._flush_log()
+        self._flush_log(final=True)
         if started_here:
             ray.shutdown()
         return self._finish(status, failure)
@@ -405,13 +407,13 @@ class StudyRunner:
         return text
 
     def _recorded(self, outcome: Outcome) -> None:
-        """A trial's outcome is in the optimizer: keep where it ran, save the state; MLflow
-        follows in ``_flush_log`` (a crash in between leaves a result that ``_log_unlogged``
-        sends on resume)."""
+        """A trial's outcome is in the optimizer: keep where it ran, add its row to the table;
+        the state is saved at the end of the step (``_SaveState``), then MLflow follows in
+        ``_flush_log`` (a crash in between leaves a result that ``_log_unlogged`` sends on
+        resume; a crash before the save, a trial that runs again)."""
         self.session.busy_seconds += outcome.metrics.get("runtime", outcome.runtime)
         if outcome.info:
             self.session.where[outcome.trial_id] = outcome.info
-        self._save()
         self._append_row(outcome.trial_id)
         self._to_log.append(outcome.trial_id)
 
@@ -438,27 +440,29 @@ class StudyRunner:
         return TrialRecord(trial_id, dict(tr.config), str(tr.status), metrics, tags,
                            tr.start_time, tr.finish_time or tr.start_time)
 
-    def _flush_log(self) -> int:
-        """Log the trials recorded since the last call; returns how many."""
+    def _flush_log(self, final: bool = False) -> int:
+        """Log the trials recorded since the last call, then the study's progress metrics (at
+        most once per ``PROGRESS_EVERY`` seconds while the loop runs, and at the end); returns
+        how many trials."""
         done, self._to_log = self._to_log, []
         for tid in done:
-            self._log_trial(tid)
+            self.tracker.log_trial(self._trial_record(tid))
+        now = time.monotonic()
+        if (done or final) and (final or now - self._progress_logged >= PROGRESS_EVERY):
+            self._progress_logged = now
+            snap = self._snapshot(self.elapsed())
+            metrics = {"finished": snap.done, "failed": snap.failed,
+                       "over_budget": snap.violations, "utilization": snap.utilization}
+            if snap.best is not None:
+                metrics["best_so_far"] = snap.best
+            self.tracker.log_progress(len(self._ended()), metrics)
         return len(done)
-
-    def _log_trial(self, trial_id: int) -> None:
-        self.tracker.log_trial(self._trial_record(trial_id))
-        snap = self._snapshot(self.elapsed())
-        metrics = {"finished": snap.done, "failed": snap.failed, "over_budget": snap.violations,
-                   "utilization": snap.utilization}
-        if snap.best is not None:
-            metrics["best_so_far"] = snap.best
-        self.tracker.log_progress(len(self._ended()), metrics)
 
     def _log_unlogged(self) -> None:
         """Results saved in the state but not yet in MLflow (a crash between the two)."""
         logged = self.tracker.logged_trial_ids()
-        for tid in sorted(set(self._ended()) - logged):
-            self._log_trial(tid)
+        self._to_log = sorted(set(self._ended()) - logged)
+        self._flush_log(final=True)
 
     # --- reporting --------------------------------------------------------------------------
 
@@ -663,16 +667,24 @@ class StudyRunner:
 
 
 class _SaveState(LoopCallback):
-    """The study state after every suggestion and every result."""
+    """The study state once per step of the loop that started or ended a trial (before the
+    loop waits, and before MLflow hears of the step's results)."""
 
     def __init__(self, runner: StudyRunner):
         self.runner = runner
+        self.dirty = False
 
     def on_launch(self, trial_id: int, config: Mapping[str, Any]) -> None:
-        self.runner._save()
+        self.dirty = True
 
     def on_end(self, outcome: Outcome) -> None:
         self.runner._recorded(outcome)
+        self.dirty = True
+
+    def on_step(self, loop: StudyLoop) -> None:
+        if self.dirty:
+            self.runner._save()
+            self.dirty = False
 
 
 class _LogToMlflow(LoopCallback):
