@@ -291,8 +291,9 @@ class StudyRunner:
             backend = RayBackend(task, self._trainable, self.cfg.trainable_options,
                                  self.cfg.run["seed"], clock=self.clock, grace=self.grace,
                                  interrupted=stop)
+            # armed only while no trial has ended (not on a resume of a study that ran)
             fail_fast = FailFast(min(self.cfg.run["fail_fast"], self.cfg.run["trials"])
-                                 if not opt.trials or restart == [t.trial_id for t in opt.trials] else 0)
+                                 if not self._ended() else 0)
             self.loop = StudyLoop(opt, backend, self._limits(), metric=self.cfg.objective["metric"],
                                   callbacks=[_SaveState(self), fail_fast, _LogToMlflow(self),
                                              _ShowProgress(self)],
@@ -328,7 +329,7 @@ class StudyRunner:
         if b is not None and b.get("stop_margin") is not None:
             budget_reason = (f"passed the budget of {b['seconds']:.3g} s by more than "
                              f"budget.stop_margin = {b['stop_margin']:g}")
-        return Limits(run["trials"] - len(self.optimizer.trials) + len(self.optimizer.running),
+        return Limits(run["trials"] - len(self._ended()),   # the restarted ones count as starts
                       slots=run["max_concurrent"], trial_timeout=run["trial_timeout"],
                       deadline=None if limit is None else self._t0 + limit - self.session.elapsed_before,
                       deadline_reason=f"the study reached run.wall_clock_limit = {limit} s",
@@ -448,7 +449,7 @@ class StudyRunner:
         for tid in done:
             self.tracker.log_trial(self._trial_record(tid))
         now = time.monotonic()
-        if (done or final) and (final or now - self._progress_logged >= PROGRESS_EVERY):
+        if final or (done and now - self._progress_logged >= PROGRESS_EVERY):
             self._progress_logged = now
             snap = self._snapshot(self.elapsed())
             metrics = {"finished": snap.done, "failed": snap.failed,
