@@ -204,24 +204,32 @@ def test_ctrl_c_then_resume_loses_and_duplicates_nothing(tmp_path):
     assert parent.data.params["budget_spec"] == "3x"
 
 
-def test_a_two_node_cluster_runs_trials_on_both_nodes(tmp_path):
+@pytest.fixture
+def two_nodes():
+    """A ``ray.cluster_utils.Cluster``: a head and one worker node, one CPU each (not
+    connected; the study connects with --address); yields (cluster, worker node)."""
     from ray.cluster_utils import Cluster
 
     cluster = Cluster(initialize_head=True, connect=False,
                       head_node_args={"num_cpus": 1, "include_dashboard": False})
     try:
-        cluster.add_node(num_cpus=1)
+        worker = cluster.add_node(num_cpus=1)
         cluster.wait_for_nodes()
-        cfg = study(tmp_path, study="cluster", run={"trials": 6, "max_concurrent": 2},
-                    trainable_options={"time_scale": 0.5, "cv": 0.1})
-        path = tmp_path / "cluster.yaml"
-        path.write_text(json.dumps(cfg))
-        p = cli("run", str(path), "--address", cluster.address, cwd=tmp_path)
-        out = p.communicate(timeout=300)[0]
-        assert p.returncode == 0, out
-        assert cluster.address in out
+        yield cluster, worker
     finally:
         cluster.shutdown()
+
+
+def test_a_two_node_cluster_runs_trials_on_both_nodes(tmp_path, two_nodes):
+    cluster, _ = two_nodes
+    cfg = study(tmp_path, study="cluster", run={"trials": 6, "max_concurrent": 2},
+                trainable_options={"time_scale": 0.5, "cv": 0.1})
+    path = tmp_path / "cluster.yaml"
+    path.write_text(json.dumps(cfg))
+    p = cli("run", str(path), "--address", cluster.address, cwd=tmp_path)
+    out = p.communicate(timeout=300)[0]
+    assert p.returncode == 0, out
+    assert cluster.address in out
     state = json.loads((tmp_path / "runs" / "cluster" / "state.json").read_text())
     nodes = {w["node"] for w in state["session"]["where"].values()}
     assert len(nodes) == 2
@@ -362,30 +370,22 @@ def test_driver_killed_then_resume_loses_reruns_and_logs_nothing_twice(tmp_path)
     assert sorted(int(c.data.tags["trial_id"]) for c in children) == list(range(10))
 
 
-def test_a_node_removed_mid_study_fails_its_trials_and_the_study_finishes(tmp_path):
-    from ray.cluster_utils import Cluster
-
-    cluster = Cluster(initialize_head=True, connect=False,
-                      head_node_args={"num_cpus": 1, "include_dashboard": False})
-    try:
-        worker = cluster.add_node(num_cpus=1)
-        cluster.wait_for_nodes()
-        cfg = study(tmp_path, study="nodeloss", run={"trials": 6, "max_concurrent": 2},
-                    trainable_options={"time_scale": 2.0, "cv": 0.1})
-        path = tmp_path / "nodeloss.yaml"
-        path.write_text(json.dumps(cfg))
-        p = cli("run", str(path), "--address", cluster.address, cwd=tmp_path)
-        lines = []
-        for line in p.stdout:                 # the study's trials are running on both nodes
-            lines.append(line)
-            if line.startswith("[") and "running 2" in line:
-                break
-        time.sleep(1.0)
-        cluster.remove_node(worker)
-        out = "".join(lines) + p.communicate(timeout=300)[0]
-        assert p.returncode == 0, out
-    finally:
-        cluster.shutdown()
+def test_a_node_removed_mid_study_fails_its_trials_and_the_study_finishes(tmp_path, two_nodes):
+    cluster, worker = two_nodes
+    cfg = study(tmp_path, study="nodeloss", run={"trials": 6, "max_concurrent": 2},
+                trainable_options={"time_scale": 2.0, "cv": 0.1})
+    path = tmp_path / "nodeloss.yaml"
+    path.write_text(json.dumps(cfg))
+    p = cli("run", str(path), "--address", cluster.address, cwd=tmp_path)
+    lines = []
+    for line in p.stdout:                 # the study's trials are running on both nodes
+        lines.append(line)
+        if line.startswith("[") and "running 2" in line:
+            break
+    time.sleep(1.0)
+    cluster.remove_node(worker)
+    out = "".join(lines) + p.communicate(timeout=300)[0]
+    assert p.returncode == 0, out
     state = json.loads((tmp_path / "runs" / "nodeloss" / "state.json").read_text())
     trials = state["optimizer"]["trials"]
     lost = [t for t in trials if t["status"] == "FAILED"]
