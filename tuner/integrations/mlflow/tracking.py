@@ -50,7 +50,6 @@ import re
 import shutil
 import time
 import uuid
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -62,6 +61,7 @@ from mlflow.utils.validation import (MAX_ENTITIES_PER_BATCH, MAX_ENTITY_KEY_LENG
                                      MAX_TAG_VAL_LENGTH)
 
 from tuner.core.persist import opened, write_atomic, write_state
+from tuner.integrations.mlflow.record import TrialRecord
 
 log = logging.getLogger(__name__)
 
@@ -83,19 +83,6 @@ PERMANENT_ERRORS = {"INVALID_PARAMETER_VALUE", "RESOURCE_DOES_NOT_EXIST", "RESOU
                     "BAD_REQUEST", "MALFORMED_REQUEST"}
 _BAD_KEY_CHARS = re.compile(r"[^\w.\- :]")
 _OK, _TRANSIENT, _REJECTED = "ok", "transient", "rejected"
-
-
-@dataclass
-class TrialRecord:
-    """One finished (or failed, killed, timed-out) trial, as the orchestrator hands it over."""
-
-    trial_id: int
-    params: dict[str, Any]          # hyperparameters
-    status: str                     # "FINISHED" | "FAILED" | "KILLED" | "TIMED_OUT"
-    metrics: dict[str, float]       # e.g. accuracy, train_time, runtime, constraint g values
-    tags: dict[str, str]            # e.g. pending_at_suggest, node, reason
-    start_time: float               # epoch seconds
-    end_time: float                 # epoch seconds
 
 
 class _Rejected(Exception):

@@ -59,7 +59,8 @@ from tuner.loop.loop import (FailFast, Limits, LoopCallback, Outcome, StopOnSign
 from .backend import RayBackend, execute_trial, first_line, task_error
 
 if TYPE_CHECKING:
-    from tuner.integrations.mlflow.tracking import StudyTracker, TrialRecord
+    from tuner.integrations.mlflow.record import TrialRecord
+    from tuner.integrations.mlflow.writer import TrackerProcess
 
 STATE_FORMAT = "tuner.study"
 STATE_VERSION = 2     # 2: statuses live in the optimizer's trials only; the session keeps where each ran
@@ -163,7 +164,7 @@ class StudyRunner:
         self.grace = grace
         self.session = _Session()
         self.optimizer: Optimizer | None = None
-        self.tracker: StudyTracker | None = None
+        self.tracker: TrackerProcess | None = None
         self._t0 = clock()
         self._to_log: list[int] = []   # recorded trials waiting for MLflow (after the refill)
         self._progress_logged = -math.inf
@@ -222,15 +223,16 @@ class StudyRunner:
                         "where": self.session.where, "run_id": self.session.run_id}}, default=str)
 
     def _start_tracking(self) -> float:
-        """Import MLflow, open the store and start (or reopen) the parent run; returns the seconds
-        it took.  Runs in a thread beside Ray's start-up (``run``); the budget's params follow in
+        """Start the MLflow writer process (``TrackerProcess``: MLflow's import, its store and
+        every logging call stay out of the driver), then the parent run; returns the seconds it
+        took.  Runs in a thread beside Ray's start-up (``run``); the budget's params follow in
         ``_log_budget`` once it is measured."""
         t0 = time.perf_counter()
-        from tuner.integrations.mlflow.tracking import StudyTracker   # mlflow's import alone takes seconds
+        from tuner.integrations.mlflow.writer import TrackerProcess
 
         cfg = self.cfg
-        self.tracker = StudyTracker(cfg.mlflow["tracking_uri"], cfg.experiment, self.dir,
-                                    run_name=cfg.study)
+        self.tracker = TrackerProcess(cfg.mlflow["tracking_uri"], cfg.experiment, self.dir,
+                                      run_name=cfg.study)
         params = {"trainable": cfg.trainable, "algorithm": cfg.settings.algorithm,
                   "objective": cfg.objective["metric"], "mode": cfg.objective["mode"],
                   "trials": cfg.run["trials"], "max_concurrent": cfg.run["max_concurrent"],
@@ -254,6 +256,13 @@ class StudyRunner:
     def run(self) -> StudyResult:
         """Start Ray, warm the workers up, measure a relative budget, then run the trials; each
         start-up step is printed with the seconds it took."""
+        try:
+            return self._run()
+        finally:
+            if self.tracker is not None:
+                self.tracker.close()
+
+    def _run(self) -> StudyResult:
         restart = self._prepare()
         if self.optimizer is not None:
             self._write_table()          # a resumed study: the table as the state has it
@@ -421,7 +430,7 @@ class StudyRunner:
     # --- MLflow -----------------------------------------------------------------------------
 
     def _trial_record(self, trial_id: int) -> "TrialRecord":
-        from tuner.integrations.mlflow.tracking import TrialRecord
+        from tuner.integrations.mlflow.record import TrialRecord
 
         tr = self.optimizer.trials[trial_id]
         metrics = dict(tr.metrics)
@@ -558,7 +567,11 @@ class StudyRunner:
         except Exception as exc:  # a plot must never cost the study its results
             self.progress.message(f"warning: plots not written: {exc}")
         self.tracker.log_artifacts(paths)
-        unlogged = self.tracker.finish(status)
+        if self.tracker.behind > 1:
+            with self.progress.phase(f"MLflow: logging the last {self.tracker.behind} item(s)"):
+                unlogged = self.tracker.finish(status)
+        else:
+            unlogged = self.tracker.finish(status)
         self.session.run_id = self.tracker.run_id or self.session.run_id   # real id once known
         self._save()
         cols = ["trial", "status", key, "runtime", "over_budget", *self.cfg.space]

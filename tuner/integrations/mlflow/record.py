@@ -1,0 +1,20 @@
+"""What the orchestrator hands the MLflow tracker per trial (no MLflow import: the driver builds
+these while MLflow itself runs in the writer process, ``writer.py``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass
+class TrialRecord:
+    """One finished (or failed, killed, timed-out) trial, as the orchestrator hands it over."""
+
+    trial_id: int
+    params: dict[str, Any]          # hyperparameters
+    status: str                     # "FINISHED" | "FAILED" | "KILLED" | "TIMED_OUT"
+    metrics: dict[str, float]       # e.g. accuracy, train_time, runtime, constraint g values
+    tags: dict[str, str]            # e.g. pending_at_suggest, node, reason
+    start_time: float               # epoch seconds
+    end_time: float                 # epoch seconds
