@@ -21,6 +21,7 @@ from tuner.core.trial import Status
 from tuner.app.config import ConfigError, load_study
 from tuner.integrations.ray.orchestrator import StudyRunner
 from tuner.app.progress import Progress
+from tuner.app.study_state import read_study_state
 
 pytestmark = pytest.mark.slow      # real Ray and MLflow: `pytest -m "not slow"` skips them
 
@@ -156,6 +157,11 @@ def test_wall_clock_limit_kills_the_running_trials(ray_session, tmp_path):
     assert len(result.optimizer.trials) == 2
 
 
+def finished(progress_line: str) -> int:
+    """The count of finished trials on a progress line."""
+    return int(re.search(r"finished (\d+)/", progress_line).group(1))
+
+
 def cli(*args, cwd, **kw):
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     return subprocess.Popen([sys.executable, "-m", "tuner.app.cli", *args], cwd=cwd, env=env,
@@ -172,7 +178,7 @@ def test_ctrl_c_then_resume_loses_and_duplicates_nothing(tmp_path):
     lines = []
     for line in p.stdout:                           # wait for a few finished trials
         lines.append(line)
-        if line.startswith("[") and "finished 3/" in line:
+        if line.startswith("[") and finished(line) >= 3:
             break
     p.send_signal(signal.SIGINT)
     out = "".join(lines) + p.communicate(timeout=120)[0]
@@ -345,13 +351,13 @@ def test_driver_killed_then_resume_loses_reruns_and_logs_nothing_twice(tmp_path)
     folder = Path(cfg["output"]) / "killed"
     p = cli("run", str(path), cwd=tmp_path)
     for line in p.stdout:
-        if line.startswith("[") and "finished 4/" in line:
+        if line.startswith("[") and finished(line) >= 4:
             break
     p.send_signal(signal.SIGKILL)
     p.communicate(timeout=60)
     with (folder / "trials.csv").open() as fh:
         before = list(csv.DictReader(fh))
-    state = json.loads((folder / "state.json").read_text())
+    _, state = read_study_state(folder / "state.json")     # the state file and its journal
     ended = [t for t in state["optimizer"]["trials"] if t["status"] != "RUNNING"]
     assert len(before) >= 4        # appended as they ended, in that order
     assert sorted(int(r["trial"]) for r in before) == [t["trial_id"] for t in ended]

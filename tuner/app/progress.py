@@ -37,17 +37,28 @@ def format_line(s: Snapshot) -> str:
 
 
 class Progress:
-    """One line per finished trial, and at most every ``interval`` seconds while waiting."""
+    """A line when trials end (at most one per ``min_gap`` seconds), else one every
+    ``interval`` seconds while waiting."""
 
-    def __init__(self, stream: TextIO | None = None, interval: float = 10.0):
+    def __init__(self, stream: TextIO | None = None, interval: float = 10.0, min_gap: float = 0.5):
         self.stream = stream or sys.stdout
-        self.interval = interval
+        self.interval, self.min_gap = interval, min_gap
         self._last = -math.inf
 
+    def due(self, news: bool = False) -> bool:
+        """Whether a line is due now, with (``news``) or without trials that ended since the
+        last line."""
+        wait = self.min_gap if news else self.interval
+        return time.monotonic() - self._last >= wait
+
+    def next_due(self, news: bool = False) -> float:
+        """When a line is due (``time.monotonic`` seconds)."""
+        return self._last + (self.min_gap if news else self.interval)
+
     def update(self, snapshot: Snapshot, force: bool = False) -> None:
-        now = time.monotonic()
-        if force or now - self._last >= self.interval:
-            self._last = now
+        """Print the line if it is due (``force``: the trials that ended are news)."""
+        if self.due(force):
+            self._last = time.monotonic()
             print(format_line(snapshot), file=self.stream, flush=True)
 
     def message(self, text: str) -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from tuner.app.progress import not_finished, rank_finished, summary_table
+from tuner.app.study_state import read_study_state
 
 
 class StudyNotFound(ValueError):
@@ -29,7 +30,7 @@ class Folder:
 
     @classmethod
     def read(cls, path: Path) -> "Folder":
-        state = json.loads((path / "state.json").read_text())
+        _, state = read_study_state(path / "state.json")   # with its journal: a running study
         rows = []
         if (path / "trials.csv").exists():
             with (path / "trials.csv").open() as fh:

@@ -72,6 +72,8 @@ class Optimizer:
         self.domain = None if domain is None else self.space.snap(np.asarray(domain, dtype=float))
         self.trials: list[Trial] = []
         self._by_id: dict[int, Trial] = {}
+        self._changed: set[int] = set()   # trials changed since the last ``changed_trials``
+        self._live: dict[int, Trial] = {}  # the running trials, in id order
         s = self.settings
         kernel = make_kernel(s.kernel)
         hyper = Hyperparameters(s.amplitude, np.full(self.space.dim, s.lengthscale), s.noise)
@@ -105,7 +107,7 @@ class Optimizer:
         x = self.space.snap(x)[0]
         trial = Trial(trial_id=t, config=self.space.decode(x) if config is None else dict(config),
                       x=x, start_time=now, start_index=t,
-                      pending_at_suggest=sum(tr.status == Status.RUNNING for tr in self.trials))
+                      pending_at_suggest=len(self._live))
         for c in self.constraints:
             if c.observable:     # the round's sample at x_t is known before the run (003 §4)
                 trial.metrics[c.metric] = float(self._sample(c, t, [trial.config])[0])
@@ -116,6 +118,8 @@ class Optimizer:
                                       self._f_bound())
         self.trials.append(trial)
         self._by_id[trial.trial_id] = trial
+        self._live[trial.trial_id] = trial
+        self._changed.add(trial.trial_id)
         for model in (self.objective, *self.constraint_models):
             model.append(x)
         return Suggestion(trial.trial_id, dict(trial.config))
@@ -139,6 +143,7 @@ class Optimizer:
         trial.metrics.update(metrics)
         trial.finish_time = float(self.clock() if finish_time is None else finish_time)
         trial.finish_index = len(self.trials)
+        del self._live[trial_id]
         if not math.isfinite(value):
             trial.status, trial.reason = Status.FAILED, f"non-finite objective {value}"
             return
@@ -158,6 +163,7 @@ class Optimizer:
         if not status.censored:
             raise ValueError(f"fail(status=...) must be one of FAILED, TIMED_OUT, KILLED (got {status})")
         trial.status, trial.reason = status, reason
+        del self._live[trial_id]
         # a non-finite value is not a measurement (a NaN would poison the constraint GP and
         # the multipliers); a run-time constraint falls back to the elapsed time below
         trial.metrics.update({k: float(v) for k, v in (metrics or {}).items() if math.isfinite(float(v))})
@@ -212,7 +218,7 @@ class Optimizer:
 
     @property
     def running(self) -> list[Trial]:
-        return [tr for tr in self.trials if tr.status == Status.RUNNING]
+        return list(self._live.values())
 
     def counted(self, now: float | None = None) -> tuple[float, list[Trial]]:
         """The window m in force at ``now`` and the completed trials whose results count (enter
@@ -496,21 +502,32 @@ class Optimizer:
         trial = self._by_id[trial_id]
         if trial.status != Status.RUNNING:
             raise ValueError(f"trial {trial_id} is already {trial.status}; a result is told once")
+        self._changed.add(trial_id)     # the caller changes it
         return trial
 
     # --- persistence --------------------------------------------------------------------------
 
-    def state_dict(self) -> dict[str, Any]:
-        return envelope(STATE_FORMAT, STATE_VERSION, {
+    def state_dict(self, trials: bool = True) -> dict[str, Any]:
+        """The whole state; without the ``trials`` list if ``trials`` is False (a journal keeps
+        them apart: ``changed_trials``)."""
+        head = envelope(STATE_FORMAT, STATE_VERSION, {
             "space": self.space.to_dict(), "settings": self.settings.to_dict(),
             "domain": None if self.domain is None else self.domain.tolist(),
-            "trials": [tr.to_dict() for tr in self.trials],
             "objective": self.objective.state_dict(),
             "constraint_models": [m.state_dict() for m in self.constraint_models],
             "handler": self.handler.state_dict(),
             "seen_constraint": sorted(self._seen_constraint),
             "rng": self.rng.bit_generator.state,
         })
+        if trials:
+            head["trials"] = [tr.to_dict() for tr in self.trials]
+        return head
+
+    def changed_trials(self) -> list[dict[str, Any]]:
+        """The trials suggested, started or ended since the last call, as in ``state_dict``
+        (in id order); only these methods change a trial."""
+        changed, self._changed = sorted(self._changed), set()
+        return [self._by_id[t].to_dict() for t in changed]
 
     def save(self, path: str | os.PathLike) -> None:
         """Write the state as JSON atomically (a crash never leaves half a file)."""
@@ -529,6 +546,7 @@ class Optimizer:
         upgrade = upgrade_v1 if version == 1 else dict
         opt.trials = [Trial.from_dict(upgrade(d)) for d in state["trials"]]
         opt._by_id = {tr.trial_id: tr for tr in opt.trials}
+        opt._live = {tr.trial_id: tr for tr in opt.trials if tr.status == Status.RUNNING}
         opt.rng.bit_generator.state = state["rng"]
         opt.objective.load_state(state["objective"], opt.trials)
         for model, st in zip(opt.constraint_models, state["constraint_models"]):

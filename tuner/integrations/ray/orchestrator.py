@@ -48,9 +48,10 @@ from ray import exceptions as rex
 
 from tuner.app.config import ConfigError, StudyConfig
 from tuner.app.progress import Progress, Snapshot, not_finished, rank_finished, summary_table
+from tuner.app.study_state import STATE_VERSION, StudyStateFile, read_study_state
 from tuner.core.constraints import violated
 from tuner.core.optimizer import Optimizer
-from tuner.core.persist import StateError, read_state, write_atomic, write_json, write_state
+from tuner.core.persist import StateError, write_atomic, write_json
 from tuner.core.space import SearchSpace
 from tuner.core.trial import Status
 from tuner.loop.loop import (FailFast, Limits, LoopCallback, Outcome, StopOnSignal, StudyFailed,
@@ -62,8 +63,6 @@ if TYPE_CHECKING:
     from tuner.integrations.mlflow.record import TrialRecord
     from tuner.integrations.mlflow.writer import TrackerProcess
 
-STATE_FORMAT = "tuner.study"
-STATE_VERSION = 2     # 2: statuses live in the optimizer's trials only; the session keeps where each ran
 FINISHED, FAILED, KILLED = Status.FINISHED, Status.FAILED, Status.KILLED
 PROGRESS_EVERY = 1.0   # seconds between the parent run's progress metrics while the loop runs
 # Parts of the resolved config that define the study; the rest (limits, addresses) may change
@@ -156,6 +155,8 @@ class StudyRunner:
         self._trainable = ship_trainable(cfg)
         self.dir = Path(cfg.output) / cfg.study
         self.state_path = self.dir / "state.json"
+        self._state_file = StudyStateFile(self.state_path)
+        self._new_where: set[int] = set()   # trials whose place is not saved yet
         self.table_path = self.dir / "trials.csv"
         self.progress = progress or Progress()
         self.clock = clock
@@ -166,6 +167,7 @@ class StudyRunner:
         self.optimizer: Optimizer | None = None
         self.tracker: TrackerProcess | None = None
         self._t0 = clock()
+        self._n_ended = 0               # trials ended, in every session (set in run)
         self._to_log: list[int] = []   # recorded trials waiting for MLflow (after the refill)
         self._progress_logged = -math.inf
         # "nothing fits the budget" is checked once max(3, slots) trials ended, then at 2x that
@@ -193,7 +195,7 @@ class StudyRunner:
                 self.optimizer = Optimizer(self.cfg.space, self.cfg.settings, clock=self.clock)
             return []
         try:
-            version, state = read_state(self.state_path, STATE_FORMAT, (1, STATE_VERSION))
+            version, state = read_study_state(self.state_path)
         except StateError as exc:
             raise ConfigError(f"--resume: {exc}") from None
         old_budget = state["config"].get("budget") or {}
@@ -215,12 +217,14 @@ class StudyRunner:
                                 {int(k): v for k, v in where.items()}, s["run_id"])
         return [tr.trial_id for tr in self.optimizer.running]
 
-    def _save(self) -> None:
+    def _save(self, whole: bool = True) -> None:
+        """The study state: whole, or (``whole=False``, once per step of the loop) a journal
+        line with what changed (``StudyStateFile``)."""
         assert self.optimizer is not None
-        write_state(self.state_path, STATE_FORMAT, STATE_VERSION, {
-            "config": self.cfg.resolved(), "optimizer": self.optimizer.state_dict(),
-            "session": {"elapsed_before": self.elapsed(), "busy_seconds": self.session.busy_seconds,
-                        "where": self.session.where, "run_id": self.session.run_id}}, default=str)
+        new, self._new_where = self._new_where, set()
+        self._state_file.save(self.cfg.resolved, self.optimizer,
+                              {"elapsed_before": self.elapsed(), "busy_seconds": self.session.busy_seconds,
+                               "run_id": self.session.run_id}, self.session.where, new, whole=whole)
 
     def _start_tracking(self) -> float:
         """Start the MLflow writer process (``TrackerProcess``: MLflow's import, its store and
@@ -295,6 +299,7 @@ class StudyRunner:
             raise
         opt = self.optimizer
         assert opt is not None
+        self._n_ended = len(self._ended())
         self._t0 = self.clock()
         with StopOnSignal() as stop:
             backend = RayBackend(task, self._trainable, self.cfg.trainable_options,
@@ -422,8 +427,10 @@ class StudyRunner:
         ``_flush_log`` (a crash in between leaves a result that ``_log_unlogged`` sends on
         resume; a crash before the save, a trial that runs again)."""
         self.session.busy_seconds += outcome.metrics.get("runtime", outcome.runtime)
+        self._n_ended += 1
         if outcome.info:
             self.session.where[outcome.trial_id] = outcome.info
+            self._new_where.add(outcome.trial_id)
         self._append_row(outcome.trial_id)
         self._to_log.append(outcome.trial_id)
 
@@ -510,9 +517,9 @@ class StudyRunner:
         """While no trial has finished within the budget, say so once max(3, slots) trials have
         ended, and again each time that count doubles: the fastest run time against the limit,
         and what to change."""
-        ended = len(self._ended())
-        if self.cfg.budget is None or ended < self._next_warning:
+        if self.cfg.budget is None or self._n_ended < self._next_warning:
             return
+        ended = self._n_ended
         self._next_warning = 2 * ended
         if any(self.optimizer.trials[tid].status == FINISHED and not self._over_budget(tid)
                for tid in self._ended()):
@@ -697,7 +704,7 @@ class _SaveState(LoopCallback):
 
     def on_step(self, loop: StudyLoop) -> None:
         if self.dirty:
-            self.runner._save()
+            self.runner._save(whole=False)
             self.dirty = False
 
 
@@ -712,23 +719,26 @@ class _LogToMlflow(LoopCallback):
 
 
 class _ShowProgress(LoopCallback):
-    """The progress line: after every result, and every ``Progress.interval`` seconds."""
+    """The progress line: when trials have ended (at most every ``Progress.min_gap`` seconds),
+    else every ``Progress.interval`` seconds; the snapshot is computed only for a line."""
 
     def __init__(self, runner: StudyRunner):
         self.runner = runner
-        self.ended = 0
+        self.ended = 0     # trials ended since the last line
 
     def on_end(self, outcome: Outcome) -> None:
         self.ended += 1
 
     def on_step(self, loop: StudyLoop) -> None:
         r = self.runner
-        r._warn_if_nothing_fits()
-        r.progress.update(r._snapshot(r.elapsed()), force=self.ended > 0)
-        self.ended = 0
+        if self.ended:
+            r._warn_if_nothing_fits()
+        if r.progress.due(self.ended > 0):
+            r.progress.update(r._snapshot(r.elapsed()), force=self.ended > 0)
+            self.ended = 0
 
     def wake_at(self, now: float) -> float | None:
-        return now + self.runner.progress.interval
+        return now + max(self.runner.progress.next_due(self.ended > 0) - time.monotonic(), 0.0)
 
 
 # Ray starts its workers at niceness 15 by default, so on a machine where any other CPU-bound

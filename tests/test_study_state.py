@@ -1,0 +1,102 @@
+"""The study state's journal: a step appends what changed; reading applies it, so the state
+read back equals the whole state, and a resumed optimizer continues exactly."""
+
+import json
+
+from tuner import Optimizer
+from tuner.app.study_state import StudyStateFile, journal_path, read_study_state
+
+SPACE = {"x": {"type": "float", "low": 0.0, "high": 1.0}, "y": {"type": "float", "low": 0.0, "high": 1.0}}
+CONFIG = {"study": "s"}
+
+
+class Clock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+def steps(opt, clock, n, save, where):
+    """n loop steps of two starts and one end, each saved as the loop saves it."""
+    running = [s.trial_id for s in (opt.suggest(), opt.suggest())]
+    for _ in range(n):
+        clock.now += 1.0
+        tid = running.pop(0)
+        x = opt.trials[tid].config
+        opt.tell(tid, -(x["x"] - 0.3) ** 2 - (x["y"] - 0.6) ** 2, {"runtime": 1.0})
+        where[tid] = {"node": f"n{tid % 2}"}
+        s = opt.suggest()
+        opt.started(s.trial_id, clock.now)
+        running.append(s.trial_id)
+        save(new={tid})
+
+
+def whole(opt, where, session):
+    return {"config": CONFIG, "optimizer": json.loads(json.dumps(opt.state_dict())),
+            "session": json.loads(json.dumps({**session, "where": where}))}
+
+
+def test_the_state_read_back_is_the_whole_state_and_the_optimizer_continues_exactly(tmp_path):
+    clock, where, session = Clock(), {}, {"elapsed_before": 0.0, "busy_seconds": 0.0, "run_id": "r"}
+    opt = Optimizer(SPACE, algorithm="gp-ucb", seed=3, n_initial=4, clock=clock)
+    f = StudyStateFile(tmp_path / "state.json")
+
+    def save(new, whole=False):
+        session["busy_seconds"] += 1.0
+        f.save(lambda: CONFIG, opt, session, where, new, whole=whole)
+
+    save(set(), whole=True)
+    for _ in range(6):
+        steps(opt, clock, 2, save, where)
+        assert journal_path(tmp_path / "state.json").exists()   # the last steps are in the journal
+        save(set(), whole=True)
+    steps(opt, clock, 3, save, where)
+    assert journal_path(tmp_path / "state.json").exists()
+    _, state = read_study_state(tmp_path / "state.json")
+    assert {k: state[k] for k in ("config", "optimizer", "session")} == whole(opt, where, session)
+    again = Optimizer.from_state(state["optimizer"], clock=clock)
+    assert again.suggest().config == opt.suggest().config
+
+
+def test_a_line_cut_by_a_crash_and_lines_of_an_older_state_file_are_not_applied(tmp_path):
+    clock, where, session = Clock(), {}, {"elapsed_before": 0.0, "busy_seconds": 0.0, "run_id": None}
+    opt = Optimizer(SPACE, algorithm="random", seed=1, clock=clock)
+    path = tmp_path / "state.json"
+    f = StudyStateFile(path)
+    save = lambda new, whole=False: f.save(lambda: CONFIG, opt, session, where, new, whole=whole)  # noqa: E731
+    save(set(), whole=True)
+    steps(opt, clock, 3, save, where)
+    expected = whole(opt, where, session)
+    journal = journal_path(path)
+    with open(journal, "a") as fh:
+        fh.write('{"generation": 1, "optimizer": {"cut')          # a crash mid-line
+    _, state = read_study_state(path)
+    assert {k: state[k] for k in ("config", "optimizer", "session")} == expected
+    old_lines = journal.read_text()
+    steps(opt, clock, 2, save, where)
+    save(set(), whole=True)              # a new state file; then a crash before the journal went
+    journal.write_text(old_lines)
+    _, state = read_study_state(path)
+    assert {k: state[k] for k in ("config", "optimizer", "session")} == whole(opt, where, session)
+
+
+def test_the_journal_is_folded_into_the_state_file_once_it_outgrows_it(tmp_path):
+    clock, where, session = Clock(), {}, {"elapsed_before": 0.0, "busy_seconds": 0.0, "run_id": None}
+    opt = Optimizer(SPACE, algorithm="random", seed=1, clock=clock)
+    path = tmp_path / "state.json"
+    f = StudyStateFile(path)
+    sizes = []
+
+    def save(new, whole=False):
+        f.save(lambda: CONFIG, opt, session, where, new, whole=whole)
+        journal = journal_path(path)
+        sizes.append(journal.stat().st_size if journal.exists() else 0)
+
+    save(set(), whole=True)
+    steps(opt, clock, 200, save, where)
+    folds = [i for i in range(1, len(sizes)) if sizes[i] < sizes[i - 1]]
+    assert len(folds) >= 3                                    # the state file was rewritten
+    assert max(sizes) <= 2 * path.stat().st_size             # the journal never ran away
+    assert sum(s > 0 for s in sizes) > len(sizes) / 2         # most steps were journal lines
