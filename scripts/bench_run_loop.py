@@ -34,7 +34,7 @@ import ray
 
 from tuner.app.config import load_study
 from tuner.app.progress import Progress
-from tuner.integrations.ray.orchestrator import LOCAL_RAY_SYSTEM_CONFIG, StudyRunner
+from tuner.integrations.ray.orchestrator import StudyRunner, local_ray_config
 
 SPACE = {"x": {"type": "float", "low": 0.0, "high": 1.0},
          "y": {"type": "float", "low": 0.0, "high": 1.0}}
@@ -98,7 +98,7 @@ def main() -> None:
     global LOW, HIGH
     LOW, HIGH = args.ms[0] / 1e3, args.ms[1] / 1e3
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False,
-             _system_config=LOCAL_RAY_SYSTEM_CONFIG)
+             _system_config=local_ray_config(max(args.slots)))   # as `tuner run` starts it
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         if not args.cold:   # a throw-away study first: MLflow's store and SQLAlchemy warmed up

@@ -274,6 +274,15 @@ def test_bad_configs_name_the_field(tmp_path, change, message):
     assert message in str(err.value)
 
 
+def test_more_slots_than_cpus_is_refused_naming_both_fields(ray_session, tmp_path):
+    """Trials past Ray's CPUs would queue, and the wait would count as their run time."""
+    cfg = load_study(study(tmp_path, study="crowded", run={"max_concurrent": 3, "cpus_per_trial": 1}))
+    with pytest.raises(ConfigError, match=r"run.max_concurrent x run.cpus_per_trial = 3 x 1 = 3 CPUs, "
+                                          r"but Ray has 2.*run.cpus_per_trial to 0.667 or "
+                                          r"run.max_concurrent to 2"):
+        run_quietly(cfg)
+
+
 def test_cli_reports_config_errors_without_a_traceback(tmp_path):
     path = tmp_path / "bad.yaml"
     path.write_text("trainable: svm\nrun: {trials: -3}\n")
@@ -397,3 +406,37 @@ def test_a_node_removed_mid_study_fails_its_trials_and_the_study_finishes(tmp_pa
     lost = [t for t in trials if t["status"] == "FAILED"]
     assert len(trials) == 6 and lost and all("worker or node lost" in t["reason"] for t in lost)
     assert sum(t["status"] == "FINISHED" for t in trials) == 6 - len(lost)
+
+
+@pytest.mark.slow
+def test_a_lost_worker_is_run_again_up_to_run_retries_times(ray_session, tmp_path):
+    """Every trial's first attempt kills its own Ray worker: with ``run.retries: 1`` each trial
+    runs again and finishes; with 0 each is FAILED (worker lost) and the study still ends."""
+    marks = tmp_path / "marks"
+    marks.mkdir()
+
+    def dies_once(config):
+        mark = marks / f"{config['x']!r}"
+        if not mark.exists():
+            mark.write_text(str(os.getpid()))
+            os.kill(os.getpid(), signal.SIGKILL)
+        return {"score": config["x"]}
+
+    def run(name, retries):
+        cfg = load_study({"study": name, "trainable": dies_once,
+                          "space": {"x": {"type": "float", "low": 0.0, "high": 1.0}},
+                          "objective": {"metric": "score", "mode": "max"},
+                          "optimizer": {"algorithm": "random"},
+                          "run": {"trials": 3, "max_concurrent": 2, "retries": retries, "fail_fast": 0,
+                                  "seed": retries},
+                          "mlflow": {"tracking_uri": f"sqlite:///{tmp_path}/mlflow.db"},
+                          "output": str(tmp_path / "runs")})
+        return run_quietly(cfg)[0].optimizer.trials
+
+    again = run("retried", 1)
+    assert [t.status for t in again] == [Status.FINISHED] * 3
+    assert all((marks / repr(t.config["x"])).exists() for t in again)     # each one died once
+    assert all(t.metrics["runtime"] < 1.0 for t in again)                 # the run that finished
+    lost = run("not-retried", 0)
+    assert [t.status for t in lost] == [Status.FAILED] * 3
+    assert all("worker or node lost" in t.reason for t in lost)

@@ -166,6 +166,7 @@ RUN_SCHEMA = {
     "wall_clock_limit": Field((float, None), None, above=0),
     "seed": Field((int,), 0),
     "fail_fast": Field((int,), 3, minimum=0),   # stop when the first n trials fail alike (0: never)
+    "retries": Field((int,), 0, minimum=0),     # runs again of a trial whose worker or node was lost
 }
 RAY_SCHEMA = {"address": Field((str, None), None)}
 MLFLOW_SCHEMA = {

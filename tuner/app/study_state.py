@@ -2,7 +2,7 @@
 
 Rewriting the whole state after every step of the loop costs time that grows with the study
 (every trial is encoded again).  So a step appends one line to the journal instead: the
-optimizer's state without its trials and the parts fixed at its creation, the trials that changed in the step
+optimizer's state that changes (``Optimizer.changing_state``), the trials that changed in the step
 (``Optimizer.changed_trials``), the session's counters and where the step's trials ran.  The
 whole state is written again (and the journal emptied) at the start of a session, at its end,
 and whenever the journal has grown larger than the state file, so the journal stays shorter
@@ -25,8 +25,6 @@ from tuner.core.persist import StateError, envelope, opened, write_atomic
 STATE_FORMAT = "tuner.study"
 STATE_VERSION = 2     # 2: statuses live in the optimizer's trials only; the session keeps where each ran
 JOURNAL_SUFFIX = ".journal"
-# parts of the optimizer's state fixed when it is created: in the state file only
-FIXED = ("format", "version", "space", "settings", "domain")
 
 
 def journal_path(path: str | os.PathLike) -> Path:
@@ -80,9 +78,8 @@ class StudyStateFile:
         if whole or self.generation is None or self._journal_bytes > self._state_bytes:
             self._save_whole(config(), optimizer, {**session, "where": where})
             return
-        head = optimizer.state_dict(trials=False)
         line = json.dumps({"generation": self.generation,
-                           "optimizer": {k: v for k, v in head.items() if k not in FIXED},
+                           "optimizer": optimizer.changing_state(),
                            "trials": optimizer.changed_trials(), "session": session,
                            "where": {t: where[t] for t in new if t in where}}, default=str) + "\n"
         with open(self.journal, "a") as fh:

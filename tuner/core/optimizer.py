@@ -507,21 +507,20 @@ class Optimizer:
 
     # --- persistence --------------------------------------------------------------------------
 
-    def state_dict(self, trials: bool = True) -> dict[str, Any]:
-        """The whole state; without the ``trials`` list if ``trials`` is False (a journal keeps
-        them apart: ``changed_trials``)."""
-        head = envelope(STATE_FORMAT, STATE_VERSION, {
+    def state_dict(self) -> dict[str, Any]:
+        return envelope(STATE_FORMAT, STATE_VERSION, {
             "space": self.space.to_dict(), "settings": self.settings.to_dict(),
             "domain": None if self.domain is None else self.domain.tolist(),
-            "objective": self.objective.state_dict(),
-            "constraint_models": [m.state_dict() for m in self.constraint_models],
-            "handler": self.handler.state_dict(),
-            "seen_constraint": sorted(self._seen_constraint),
-            "rng": self.rng.bit_generator.state,
-        })
-        if trials:
-            head["trials"] = [tr.to_dict() for tr in self.trials]
-        return head
+            **self.changing_state(), "trials": [tr.to_dict() for tr in self.trials]})
+
+    def changing_state(self) -> dict[str, Any]:
+        """The parts of ``state_dict`` that change as trials run, but the trials (a journal
+        keeps those apart: ``changed_trials``)."""
+        return {"objective": self.objective.state_dict(),
+                "constraint_models": [m.state_dict() for m in self.constraint_models],
+                "handler": self.handler.state_dict(),
+                "seen_constraint": sorted(self._seen_constraint),
+                "rng": self.rng.bit_generator.state}
 
     def changed_trials(self) -> list[dict[str, Any]]:
         """The trials suggested, started or ended since the last call, as in ``state_dict``

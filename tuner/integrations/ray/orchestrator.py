@@ -33,6 +33,7 @@ import csv
 import io
 import json
 import math
+import os
 import shutil
 import socket
 import sys
@@ -64,27 +65,48 @@ if TYPE_CHECKING:
     from tuner.integrations.mlflow.writer import TrackerProcess
 
 FINISHED, FAILED, KILLED = Status.FINISHED, Status.FAILED, Status.KILLED
+GATE_TIMEOUT = 120.0   # seconds a warm-up run waits for the other slots' runs
 PROGRESS_EVERY = 1.0   # seconds between the parent run's progress metrics while the loop runs
 # Parts of the resolved config that define the study; the rest (limits, addresses) may change
 # between sessions of one study.
 IDENTITY = ("trainable", "trainable_options", "space", "objective", "budget", "optimizer")
 
 
-def warm_up(trainable: str | Callable, config: dict[str, Any], options: dict[str, Any]) -> str:
+def warm_up(trainable: str | Callable, config: dict[str, Any], options: dict[str, Any],
+            gate: Any = None) -> str:
     """One short run of a built-in trainable (one epoch where it has epochs, no injected delay),
     so a worker has imported and initialized everything (torch's first optimizer step alone
     takes seconds) before the study clock starts.  A user's function is only imported: a run of
-    it may be a whole training job."""
+    it may be a whole training job.  With a ``_Gate``, the run then holds its worker until every
+    slot's run has arrived, so that each slot gets a worker of its own (short runs would
+    otherwise all land on the first one or two, and the trials would start the rest)."""
     from trainables import FunctionTrainable, get_trainable
 
     t = get_trainable(trainable)
-    if isinstance(t, FunctionTrainable):
-        return ray.get_runtime_context().get_node_id()
-    short = {**options, "delay": "none"} if "delay" in options else dict(options)
-    if "epochs" in short:
-        short["epochs"] = 1
-    t(config, short, 0)
+    if not isinstance(t, FunctionTrainable):
+        short = {**options, "delay": "none"} if "delay" in options else dict(options)
+        if "epochs" in short:
+            short["epochs"] = 1
+        t(config, short, 0)
+    if gate is not None:
+        ray.get(gate.arrive.remote())
+        deadline = time.monotonic() + GATE_TIMEOUT
+        while not ray.get(gate.is_open.remote()) and time.monotonic() < deadline:
+            time.sleep(0.05)
     return ray.get_runtime_context().get_node_id()
+
+
+class _Gate:
+    """Counts the warm-up runs that have arrived (a Ray actor; ``warm_up``)."""
+
+    def __init__(self, n: int):
+        self.n, self.arrived = n, 0
+
+    def arrive(self) -> None:
+        self.arrived += 1
+
+    def is_open(self) -> bool:
+        return self.arrived >= self.n
 
 
 def ship_trainable(cfg: StudyConfig) -> str | Callable:
@@ -276,20 +298,26 @@ class StudyRunner:
         try:
             if started_here:
                 with self.progress.phase(f"starting Ray ({self.cfg.ray['address'] or 'local'})"):
-                    _init_ray(self.cfg.ray["address"])
-            task = ray.remote(num_cpus=self.cfg.run["cpus_per_trial"], max_retries=0)(execute_trial)
+                    _init_ray(self.cfg.ray["address"], self.cfg.run["max_concurrent"])
+            self._check_capacity()
+            # before the warm-up: Ray ends workers left idle for a second, so the trials must
+            # follow the warm-up at once
+            took = tracking.result()
+            self.progress.message(f"MLflow {self.cfg.mlflow['tracking_uri']}, experiment "
+                                  f"'{self.cfg.experiment}': ready in {took:.1f} s (started "
+                                  "alongside Ray)")
+            if self.optimizer is not None:      # else: a new study, nothing logged yet
+                self._log_unlogged()
+            # Ray runs a task again when its worker or node is lost (not when it raises)
+            task = ray.remote(num_cpus=self.cfg.run["cpus_per_trial"],
+                              max_retries=self.cfg.run["retries"])(execute_trial)
             self._warm_up()
             if self.cfg.budget_pending:
                 self._measure_budget(task)
             elif self.cfg.budget and self.cfg.budget["relative"]:
                 self.progress.message(f"budget: {self._budget_text()} (measured when the study "
                                       "started; kept on --resume)")
-            took = tracking.result()
-            self.progress.message(f"MLflow {self.cfg.mlflow['tracking_uri']}, experiment "
-                                  f"'{self.cfg.experiment}': ready in {took:.1f} s (started "
-                                  "alongside Ray)")
             self._log_budget()
-            self._log_unlogged()
         except BaseException:
             tracking.result(raise_error=False)
             if self.tracker is not None and self.tracker.run_id is not None:
@@ -353,6 +381,25 @@ class StudyRunner:
         """Seconds this study has run, over all its sessions."""
         return self.session.elapsed_before + self.clock() - self._t0
 
+    def _check_capacity(self) -> None:
+        """More slots than Ray has CPUs for: the extra trials would wait in Ray's queue, and the
+        wait would count as their run time (the budget stop, the censored lower bounds).  An
+        error on a local Ray; a warning on a cluster, which may grow."""
+        run = self.cfg.run
+        slots, cpus = run["max_concurrent"], run["cpus_per_trial"]
+        have = float(ray.cluster_resources().get("CPU", 0.0))
+        if slots * cpus <= have + 1e-9:
+            return
+        fits = int(have / cpus + 1e-9)
+        fix = (f"set run.cpus_per_trial to {have / slots:.3g} or run.max_concurrent to {fits}" if fits
+               else f"set run.cpus_per_trial to at most {have:g}")
+        text = (f"run.max_concurrent x run.cpus_per_trial = {slots} x {cpus:g} = {slots * cpus:g} "
+                f"CPUs, but Ray has {have:g}: only {fits} trial(s) can run at once, and the others "
+                f"would wait in Ray's queue with the wait counted as their run time; {fix}")
+        if self.cfg.ray["address"] is None:
+            raise ConfigError(text)
+        self.progress.message(f"warning: {text} (unless the cluster grows)")
+
     def _reference_config(self) -> dict[str, Any]:
         """``budget.reference`` if it is a configuration, else the center of the search space
         (what the warm-up runs, and the reference run of ``reference: warmup``)."""
@@ -369,14 +416,18 @@ class StudyRunner:
         slots = self.cfg.run["max_concurrent"]
         warm = ray.remote(num_cpus=cpus, max_retries=0)(warm_up)
         config = self._reference_config()
+        gate = ray.remote(num_cpus=0)(_Gate).remote(slots) if slots > 1 else None
         with self.progress.phase(f"warming up {slots} worker(s): one short {self.cfg.trainable} "
                                  "run each"):
-            refs = [warm.remote(self._trainable, config, self.cfg.trainable_options)
+            refs = [warm.remote(self._trainable, config, self.cfg.trainable_options, gate)
                     for _ in range(slots)]
             try:
                 ray.get(refs)
             except rex.RayError as exc:   # a trainable that fails here fails in the study too
                 self.progress.message(f"warning: warm-up run failed ({first_line(exc)})")
+            finally:
+                if gate is not None:
+                    ray.kill(gate)
 
     def _measure_budget(self, task: Any) -> None:
         """Resolve a relative budget (``limit: 1.5x``): run the reference configuration once on
@@ -748,10 +799,17 @@ class _ShowProgress(LoopCallback):
 LOCAL_RAY_SYSTEM_CONFIG = {"worker_niceness": 0}
 
 
-def _init_ray(address: str | None) -> None:
+def local_ray_config(slots: int) -> dict[str, Any]:
+    """The system config of a local Ray for ``slots`` trials at once: workers at the driver's
+    priority, and a worker per slot kept alive (Ray ends idle workers beyond one per CPU after
+    a second, and a new one takes seconds to start and import)."""
+    return {**LOCAL_RAY_SYSTEM_CONFIG, "num_workers_soft_limit": max(slots, os.cpu_count() or 1)}
+
+
+def _init_ray(address: str | None, slots: int) -> None:
     """A local Ray instance (address None) or a connection to a cluster (``auto``, host:port,
     ``ray://host:10001``)."""
-    local = {"_system_config": LOCAL_RAY_SYSTEM_CONFIG} if address is None else {}
+    local = {"_system_config": local_ray_config(slots)} if address is None else {}
     _check_reachable(address)
     try:
         ray.init(address=address, include_dashboard=False, log_to_driver=False,
