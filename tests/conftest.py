@@ -11,10 +11,10 @@ import pytest
 def ray_session():
     import ray
 
-    from tuner.integrations.ray.orchestrator import LOCAL_RAY_SYSTEM_CONFIG
+    from tuner.integrations.ray.orchestrator import local_ray_config
 
     ray.init(num_cpus=2, include_dashboard=False, ignore_reinit_error=True,
-             log_to_driver=False, configure_logging=False, _system_config=LOCAL_RAY_SYSTEM_CONFIG)
+             log_to_driver=False, configure_logging=False, _system_config=local_ray_config(2))
     yield ray
     ray.shutdown()
 

@@ -300,14 +300,6 @@ class StudyRunner:
                 with self.progress.phase(f"starting Ray ({self.cfg.ray['address'] or 'local'})"):
                     _init_ray(self.cfg.ray["address"], self.cfg.run["max_concurrent"])
             self._check_capacity()
-            # before the warm-up: Ray ends workers left idle for a second, so the trials must
-            # follow the warm-up at once
-            took = tracking.result()
-            self.progress.message(f"MLflow {self.cfg.mlflow['tracking_uri']}, experiment "
-                                  f"'{self.cfg.experiment}': ready in {took:.1f} s (started "
-                                  "alongside Ray)")
-            if self.optimizer is not None:      # else: a new study, nothing logged yet
-                self._log_unlogged()
             # Ray runs a task again when its worker or node is lost (not when it raises)
             task = ray.remote(num_cpus=self.cfg.run["cpus_per_trial"],
                               max_retries=self.cfg.run["retries"])(execute_trial)
@@ -317,7 +309,12 @@ class StudyRunner:
             elif self.cfg.budget and self.cfg.budget["relative"]:
                 self.progress.message(f"budget: {self._budget_text()} (measured when the study "
                                       "started; kept on --resume)")
+            took = tracking.result()
+            self.progress.message(f"MLflow {self.cfg.mlflow['tracking_uri']}, experiment "
+                                  f"'{self.cfg.experiment}': ready in {took:.1f} s (started "
+                                  "alongside Ray)")
             self._log_budget()
+            self._log_unlogged()
         except BaseException:
             tracking.result(raise_error=False)
             if self.tracker is not None and self.tracker.run_id is not None:
