@@ -12,10 +12,10 @@ Every trial sleeps U(lo, hi) ms (seeded by its configuration) in a Ray task with
 True utilization = the trials' own sleeps / (slots x span), span = first start to last end of
 the trials (in the trials for ``bare``, the loop's launch and collection times for ``tuner``);
 overhead per trial = (slots x span - sleeps) / trials.  A throw-away 40-trial study runs first
-(``--cold``: not): the first study in a process runs markedly slower (MLflow's store and
-SQLAlchemy's statement caches are cold), whichever algorithm it uses.  ``wall``: the whole call, with Ray's and
-MLflow's start-up and the MLflow backlog sent after the last trial.  Also: the driver's peak
-memory (RSS).
+(``--cold``: not), so that Ray's workers and the driver's imports are warm.  ``wall``: the whole
+call, with the MLflow writer's start-up and the MLflow backlog it sends after the last trial.
+Ray is started as ``tuner run`` starts it (``local_ray_config``).  Also: the peak memory (RSS)
+of the driver, and of the MLflow writer process (the largest child process waited for).
 
     python scripts/bench_run_loop.py --trials 200 --slots 2 8 --out docs/results/run_loop
 """
@@ -114,15 +114,17 @@ def main() -> None:
                              "utilization": round(util, 3), "overhead_ms": round(1e3 * over, 1),
                              "trials_per_s": round(r["trials"] / r["span"], 2),
                              "span_s": round(r["span"], 1), "wall_s": round(r["wall"], 1),
-                             "driver_peak_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)})
+                             "driver_peak_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+                             # the largest child waited for: the MLflow writer processes
+                             "writer_peak_mb": round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024)})
                 print(rows[-1], flush=True)
     ray.shutdown()
-    lines = ["| slots | way | trials | true utilization | overhead per trial | trials/s | span | wall | driver peak RSS so far |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| slots | way | trials | true utilization | overhead per trial | trials/s | span | wall | driver peak RSS so far | MLflow writer peak RSS |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['slots']} | {r['way']} | {r['trials']} | {100 * r['utilization']:.0f} % | "
                      f"{r['overhead_ms']:.0f} ms | {r['trials_per_s']} | {r['span_s']} s | "
-                     f"{r['wall_s']} s | {r['driver_peak_mb']} MB |")
+                     f"{r['wall_s']} s | {r['driver_peak_mb']} MB | {r['writer_peak_mb']} MB |")
     print("\n".join(lines))
     if args.out:
         out = Path(args.out)
