@@ -440,3 +440,28 @@ def test_a_lost_worker_is_run_again_up_to_run_retries_times(ray_session, tmp_pat
     lost = run("not-retried", 0)
     assert [t.status for t in lost] == [Status.FAILED] * 3
     assert all("worker or node lost" in t.reason for t in lost)
+
+
+@pytest.mark.slow
+def test_a_study_against_a_dead_server_finishes_and_resume_sends_the_backlog(ray_session, tmp_path):
+    """MLflow down for a whole study: every trial runs and is recorded (logging happens in the
+    writer process and spools); once a real ``mlflow server`` answers on that address,
+    ``--resume`` sends the backlog, each trial once."""
+    from mlflow_server import Server, free_port
+
+    port = free_port()
+    cfg = study(tmp_path, study="offline", run={"trials": 6, "max_concurrent": 2},
+                mlflow={"tracking_uri": f"http://127.0.0.1:{port}"})
+    result, printed = run_quietly(load_study(cfg))
+    assert result.count("FINISHED") == 6 and result.unlogged > 0
+    assert "--resume sends them" in printed
+    assert (tmp_path / "runs" / "offline" / "mlflow_spool.jsonl").exists()
+    server = Server(tmp_path, port, tmp_path / "server.db")
+    server.start()
+    try:
+        again, _ = run_quietly(load_study(cfg), resume=True)
+        assert again.unlogged == 0 and again.count("FINISHED") == 6
+        _, children = child_runs(server.uri, "offline")
+        assert sorted(int(c.data.tags["trial_id"]) for c in children) == list(range(6))
+    finally:
+        server.kill()

@@ -3,18 +3,15 @@ and restarted mid-study.  Each trial must end up as exactly one child run, nothi
 
 import json
 import logging
-import os
-import signal
-import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 from mlflow.tracking import MlflowClient
 
+from mlflow_server import Server, free_port
 from tuner.app.plots import RUNTIME_PNG, SCORE_PNG, best_so_far, study_plots
 from tuner.integrations.mlflow.tracking import PENDING, StudyTracker, TrialRecord
 
@@ -195,52 +192,6 @@ def test_store_unreachable_at_start_then_replayed_by_the_resumed_study(sqlite_ur
 
 
 # --- a real tracking server, killed and restarted ----------------------------------------------
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Server:
-    """``mlflow server`` on the sqlite store ``db``, serving artifacts from ``root``."""
-
-    def __init__(self, root: Path, port: int, db: Path):
-        self.root, self.port, self.db = root, port, db
-        self.uri = f"http://127.0.0.1:{port}"
-        self.proc: subprocess.Popen | None = None
-        self.starts = 0
-
-    def start(self, timeout: float = 120.0) -> None:
-        self.starts += 1
-        err = self.root / f"server-{self.starts}.err"
-        cmd = [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1",
-               "--port", str(self.port), "--workers", "1",
-               "--backend-store-uri", f"sqlite:///{self.db}",
-               "--artifacts-destination", str(self.root / "artifacts")]
-        env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}  # no job workers
-        with open(err, "w") as fh:
-            self.proc = subprocess.Popen(cmd, cwd=self.root, env=env, stdout=fh, stderr=fh,
-                                         start_new_session=True)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                pytest.fail(f"mlflow server exited with {self.proc.returncode}:\n{err.read_text()}")
-            try:
-                with urllib.request.urlopen(f"{self.uri}/health", timeout=1) as resp:
-                    if resp.status == 200:
-                        return
-            except OSError:
-                time.sleep(0.2)
-        self.kill()
-        pytest.fail(f"mlflow server did not answer /health within {timeout} s:\n{err.read_text()}")
-
-    def kill(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGKILL)   # the server and its uvicorn worker
-            self.proc.wait()
-        self.proc = None
-
 
 def test_server_killed_mid_study_nothing_lost(sqlite_uri, tmp_path, caplog, capsys):
     # The module's store (its tables exist already, which saves the server seconds at start).

@@ -74,8 +74,11 @@ class TrackerProcess:
 
     @property
     def run_id(self) -> str | None:
-        """The parent run's id (``StudyTracker.run_id``)."""
-        return self._call("run_id")
+        """The parent run's id (``StudyTracker.run_id``); None if the writer is gone."""
+        try:
+            return self._call("run_id")
+        except WriterGone:
+            return None
 
     @property
     def behind(self) -> int:

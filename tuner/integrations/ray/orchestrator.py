@@ -299,11 +299,11 @@ class StudyRunner:
             if started_here:
                 with self.progress.phase(f"starting Ray ({self.cfg.ray['address'] or 'local'})"):
                     _init_ray(self.cfg.ray["address"], self.cfg.run["max_concurrent"])
-            self._check_capacity()
+            fits = self._check_capacity()
             # Ray runs a task again when its worker or node is lost (not when it raises)
             task = ray.remote(num_cpus=self.cfg.run["cpus_per_trial"],
                               max_retries=self.cfg.run["retries"])(execute_trial)
-            self._warm_up()
+            self._warm_up(fits)
             if self.cfg.budget_pending:
                 self._measure_budget(task)
             elif self.cfg.budget and self.cfg.budget["relative"]:
@@ -378,16 +378,17 @@ class StudyRunner:
         """Seconds this study has run, over all its sessions."""
         return self.session.elapsed_before + self.clock() - self._t0
 
-    def _check_capacity(self) -> None:
+    def _check_capacity(self) -> int:
         """More slots than Ray has CPUs for: the extra trials would wait in Ray's queue, and the
         wait would count as their run time (the budget stop, the censored lower bounds).  An
-        error on a local Ray; a warning on a cluster, which may grow."""
+        error on a local Ray; a warning on a cluster, which may grow.  Returns how many trials
+        can run at once."""
         run = self.cfg.run
         slots, cpus = run["max_concurrent"], run["cpus_per_trial"]
         have = float(ray.cluster_resources().get("CPU", 0.0))
-        if slots * cpus <= have + 1e-9:
-            return
         fits = int(have / cpus + 1e-9)
+        if slots * cpus <= have + 1e-9:
+            return slots
         fix = (f"set run.cpus_per_trial to {have / slots:.3g} or run.max_concurrent to {fits}" if fits
                else f"set run.cpus_per_trial to at most {have:g}")
         text = (f"run.max_concurrent x run.cpus_per_trial = {slots} x {cpus:g} = {slots * cpus:g} "
@@ -396,6 +397,7 @@ class StudyRunner:
         if self.cfg.ray["address"] is None:
             raise ConfigError(text)
         self.progress.message(f"warning: {text} (unless the cluster grows)")
+        return fits
 
     def _reference_config(self) -> dict[str, Any]:
         """``budget.reference`` if it is a configuration, else the center of the search space
@@ -406,14 +408,17 @@ class StudyRunner:
         space = SearchSpace.from_dict(self.cfg.space)
         return space.decode(np.full(space.dim, 0.5))
 
-    def _warm_up(self) -> None:
-        """One short run per slot, so no trial's run time includes a worker's start-up (seconds
-        for torch), which would count against its budget."""
+    def _warm_up(self, fits: int) -> None:
+        """One short run per slot, each on a worker of its own, so no trial's run time includes
+        a worker's start-up (seconds for torch), which would count against its budget (``fits``:
+        how many trials Ray can run at once)."""
         cpus = self.cfg.run["cpus_per_trial"]
         slots = self.cfg.run["max_concurrent"]
         warm = ray.remote(num_cpus=cpus, max_retries=0)(warm_up)
         config = self._reference_config()
-        gate = ray.remote(num_cpus=0)(_Gate).remote(slots) if slots > 1 else None
+        # the runs that can run at once wait for each other (the rest pass an open gate)
+        together = min(slots, fits)
+        gate = ray.remote(num_cpus=0)(_Gate).remote(together) if together > 1 else None
         with self.progress.phase(f"warming up {slots} worker(s): one short {self.cfg.trainable} "
                                  "run each"):
             refs = [warm.remote(self._trainable, config, self.cfg.trainable_options, gate)
