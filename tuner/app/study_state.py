@@ -20,7 +20,7 @@ import os
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from tuner.core.persist import StateError, envelope, opened, write_atomic
+from tuner.core.persist import append_line, read_state, write_state
 
 STATE_FORMAT = "tuner.study"
 STATE_VERSION = 2     # 2: statuses live in the optimizer's trials only; the session keeps where each ran
@@ -33,13 +33,8 @@ def journal_path(path: str | os.PathLike) -> Path:
 
 def read_study_state(path: str | os.PathLike) -> tuple[int, dict[str, Any]]:
     """(version, state) of a study: the state file with its journal applied.  ``StateError``
-    names the file if it is not a study state this version reads."""
-    path = Path(path)
-    try:
-        state = json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
-        raise StateError(f"{path} is not a readable {STATE_FORMAT} state: {exc}") from None
-    version = opened(state, STATE_FORMAT, (1, STATE_VERSION), str(path))
+    (``persist.read_state``) names the file if it is not a study state this version reads."""
+    version, state = read_state(path, STATE_FORMAT, (1, STATE_VERSION))
     journal = journal_path(path)
     if version == STATE_VERSION and journal.exists():
         generation = state.get("generation", 0)
@@ -60,14 +55,22 @@ def read_study_state(path: str | os.PathLike) -> tuple[int, dict[str, Any]]:
 
 
 class StudyStateFile:
-    """Writes a study's state (module docstring)."""
+    """Writes a study's state (module docstring); an existing state must be ``read`` first, so
+    that new lines carry a generation of their own."""
 
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
         self.journal = journal_path(path)
-        self.generation: int | None = None     # None: no whole state written in this session
+        self.generation = 0                    # of the state file (``read`` takes the file's)
+        self._whole_due = True                 # a session starts with a whole write
         self._state_bytes = 0
         self._journal_bytes = 0
+
+    def read(self) -> tuple[int, dict[str, Any]]:
+        """``read_study_state`` of this file; the next whole write follows its generation."""
+        version, state = read_study_state(self.path)
+        self.generation = state.get("generation", 0)
+        return version, state
 
     def save(self, config: Callable[[], dict[str, Any]], optimizer: Any, session: dict[str, Any],
              where: dict[int, Any], new: Iterable[int], whole: bool = False) -> None:
@@ -75,30 +78,22 @@ class StudyStateFile:
         it); ``session``: the scalar counters; ``where``: where each trial ran, ``new`` the
         trials added to it since the last save.  A journal line unless ``whole``, no whole state
         was written in this session yet, or the journal has outgrown the state file."""
-        if whole or self.generation is None or self._journal_bytes > self._state_bytes:
+        if whole or self._whole_due or self._journal_bytes > self._state_bytes:
             self._save_whole(config(), optimizer, {**session, "where": where})
             return
         line = json.dumps({"generation": self.generation,
                            "optimizer": optimizer.changing_state(),
                            "trials": optimizer.changed_trials(), "session": session,
                            "where": {t: where[t] for t in new if t in where}}, default=str) + "\n"
-        with open(self.journal, "a") as fh:
-            fh.write(line)
-            fh.flush()
-            os.fsync(fh.fileno())
+        append_line(self.journal, line)
         self._journal_bytes += len(line)
 
     def _save_whole(self, config: dict[str, Any], optimizer: Any, session: dict[str, Any]) -> None:
-        if self.generation is None:           # this session's first write: after the file's
-            try:
-                self.generation = json.loads(self.path.read_text()).get("generation", 0)
-            except (OSError, json.JSONDecodeError):
-                self.generation = 0
         self.generation += 1
+        self._whole_due = False
         optimizer.changed_trials()            # all of them are in the whole state
-        text = json.dumps(envelope(STATE_FORMAT, STATE_VERSION, {
+        write_state(self.path, STATE_FORMAT, STATE_VERSION, {
             "generation": self.generation, "config": config, "optimizer": optimizer.state_dict(),
-            "session": session}), default=str)
-        write_atomic(self.path, text)
+            "session": session}, default=str)
         self.journal.unlink(missing_ok=True)
-        self._state_bytes, self._journal_bytes = len(text), 0
+        self._state_bytes, self._journal_bytes = self.path.stat().st_size, 0

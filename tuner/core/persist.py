@@ -1,5 +1,5 @@
 """Writing a file so that a crash never leaves half of it: the one helper every state file,
-spool and result file of the project goes through; and the versioned envelope every saved state
+spool and result file of the project goes through (and ``append_line`` for journals and spools); and the versioned envelope every saved state
 carries (``{"format": kind, "version": n, ...}``, read back with ``opened`` / ``read_state``).
 
 The text goes to a temporary file in the same directory, is flushed and fsync'd, replaces the
@@ -31,6 +31,15 @@ def write_atomic(path: str | os.PathLike, text: str) -> None:
             os.unlink(tmp)
         raise
     fsync_dir(path.parent)
+
+
+def append_line(path: str | os.PathLike, line: str) -> None:
+    """Append ``line`` (with its newline) to ``path``, flushed and fsync'd: a journal or spool
+    entry survives a crash of the process once this returns."""
+    with open(path, "a") as fh:
+        fh.write(line)
+        fh.flush()
+        os.fsync(fh.fileno())
 
 
 def write_json(path: str | os.PathLike, data: Any, **dump_kw: Any) -> None:

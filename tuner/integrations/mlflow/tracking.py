@@ -60,7 +60,7 @@ from mlflow.utils.validation import (MAX_ENTITIES_PER_BATCH, MAX_ENTITY_KEY_LENG
                                      MAX_PARAM_VAL_LENGTH, MAX_PARAMS_TAGS_PER_BATCH,
                                      MAX_TAG_VAL_LENGTH)
 
-from tuner.core.persist import opened, write_atomic, write_state
+from tuner.core.persist import append_line, opened, write_atomic, write_state
 from tuner.integrations.mlflow.record import TrialRecord
 
 log = logging.getLogger(__name__)
@@ -353,10 +353,7 @@ class StudyTracker:
     def _append(self, op: dict[str, Any]) -> None:
         if op["op"] == "artifacts" and not op.get("spooled"):
             op = self._copy_artifacts(op)
-        with open(self.spool_path, "a") as fh:
-            fh.write(json.dumps(op) + "\n")
-            fh.flush()
-            os.fsync(fh.fileno())
+        append_line(self.spool_path, json.dumps(op) + "\n")
         self._queue.append(op)
 
     def _copy_artifacts(self, op: dict[str, Any]) -> dict[str, Any]:
@@ -453,10 +450,7 @@ class StudyTracker:
         self.rejected += 1
         (log.warning if self.rejected == 1 else log.debug)(
             "MLflow refused %s (%s); kept in %s", op["op"], exc, self.rejected_path)
-        with open(self.rejected_path, "a") as fh:
-            fh.write(json.dumps({"error": str(exc), "item": op}) + "\n")
-            fh.flush()
-            os.fsync(fh.fileno())
+        append_line(self.rejected_path, json.dumps({"error": str(exc), "item": op}) + "\n")
 
     # --- parents ------------------------------------------------------------------------------
 
