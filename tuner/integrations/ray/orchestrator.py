@@ -29,6 +29,7 @@ those trials rerun on resume.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
@@ -49,7 +50,7 @@ from ray import exceptions as rex
 
 from tuner.app.config import ConfigError, StudyConfig
 from tuner.app.progress import Progress, Snapshot, not_finished, rank_finished, summary_table
-from tuner.app.study_state import STATE_VERSION, StudyStateFile, read_study_state
+from tuner.app.study_state import STATE_VERSION, StudyStateFile
 from tuner.core.constraints import violated
 from tuner.core.optimizer import Optimizer
 from tuner.core.persist import StateError, write_atomic, write_json
@@ -189,7 +190,6 @@ class StudyRunner:
         self.optimizer: Optimizer | None = None
         self.tracker: TrackerProcess | None = None
         self._t0 = clock()
-        self._n_ended = 0               # trials ended, in every session (set in run)
         self._to_log: list[int] = []   # recorded trials waiting for MLflow (after the refill)
         self._progress_logged = -math.inf
         # "nothing fits the budget" is checked once max(3, slots) trials ended, then at 2x that
@@ -217,7 +217,7 @@ class StudyRunner:
                 self.optimizer = Optimizer(self.cfg.space, self.cfg.settings, clock=self.clock)
             return []
         try:
-            version, state = read_study_state(self.state_path)
+            version, state = self._state_file.read()
         except StateError as exc:
             raise ConfigError(f"--resume: {exc}") from None
         old_budget = state["config"].get("budget") or {}
@@ -324,7 +324,6 @@ class StudyRunner:
             raise
         opt = self.optimizer
         assert opt is not None
-        self._n_ended = len(self._ended())
         self._t0 = self.clock()
         with StopOnSignal() as stop:
             backend = RayBackend(task, self._trainable, self.cfg.trainable_options,
@@ -332,7 +331,7 @@ class StudyRunner:
                                  interrupted=stop)
             # armed only while no trial has ended (not on a resume of a study that ran)
             fail_fast = FailFast(min(self.cfg.run["fail_fast"], self.cfg.run["trials"])
-                                 if not self._ended() else 0)
+                                 if not self._n_ended() else 0)
             self.loop = StudyLoop(opt, backend, self._limits(), metric=self.cfg.objective["metric"],
                                   callbacks=[_SaveState(self), fail_fast, _LogToMlflow(self),
                                              _ShowProgress(self)],
@@ -368,7 +367,7 @@ class StudyRunner:
         if b is not None and b.get("stop_margin") is not None:
             budget_reason = (f"passed the budget of {b['seconds']:.3g} s by more than "
                              f"budget.stop_margin = {b['stop_margin']:g}")
-        return Limits(run["trials"] - len(self._ended()),   # the restarted ones count as starts
+        return Limits(run["trials"] - self._n_ended(),   # the restarted ones count as starts
                       slots=run["max_concurrent"], trial_timeout=run["trial_timeout"],
                       deadline=None if limit is None else self._t0 + limit - self.session.elapsed_before,
                       deadline_reason=f"the study reached run.wall_clock_limit = {limit} s",
@@ -480,7 +479,6 @@ class StudyRunner:
         ``_flush_log`` (a crash in between leaves a result that ``_log_unlogged`` sends on
         resume; a crash before the save, a trial that runs again)."""
         self.session.busy_seconds += outcome.metrics.get("runtime", outcome.runtime)
-        self._n_ended += 1
         if outcome.info:
             self.session.where[outcome.trial_id] = outcome.info
             self._new_where.add(outcome.trial_id)
@@ -525,7 +523,7 @@ class StudyRunner:
                        "over_budget": snap.violations, "utilization": snap.utilization}
             if snap.best is not None:
                 metrics["best_so_far"] = snap.best
-            self.tracker.log_progress(len(self._ended()), metrics)
+            self.tracker.log_progress(self._n_ended(), metrics)
         return len(done)
 
     def _log_unlogged(self) -> None:
@@ -560,6 +558,10 @@ class StudyRunner:
         """Ids of the trials that have ended, in order."""
         return [tr.trial_id for tr in self.optimizer.trials if tr.status != Status.RUNNING]
 
+    def _n_ended(self) -> int:
+        """How many trials have ended (without listing them)."""
+        return len(self.optimizer.trials) - len(self.optimizer.running)
+
     def _over_budget(self, trial_id: int) -> bool:
         return violated(self.optimizer.trials[trial_id], self.optimizer.constraints)
 
@@ -570,9 +572,9 @@ class StudyRunner:
         """While no trial has finished within the budget, say so once max(3, slots) trials have
         ended, and again each time that count doubles: the fastest run time against the limit,
         and what to change."""
-        if self.cfg.budget is None or self._n_ended < self._next_warning:
+        ended = self._n_ended()
+        if self.cfg.budget is None or ended < self._next_warning:
             return
-        ended = self._n_ended
         self._next_warning = 2 * ended
         if any(self.optimizer.trials[tid].status == FINISHED and not self._over_budget(tid)
                for tid in self._ended()):
@@ -627,10 +629,9 @@ class StudyRunner:
         except Exception as exc:  # a plot must never cost the study its results
             self.progress.message(f"warning: plots not written: {exc}")
         self.tracker.log_artifacts(paths)
-        if self.tracker.behind > 1:
-            with self.progress.phase(f"MLflow: logging the last {self.tracker.behind} item(s)"):
-                unlogged = self.tracker.finish(status)
-        else:
+        behind = self.tracker.behind
+        with (self.progress.phase(f"MLflow: logging the last {behind} item(s)") if behind > 1
+              else contextlib.nullcontext()):
             unlogged = self.tracker.finish(status)
         self.session.run_id = self.tracker.run_id or self.session.run_id   # real id once known
         self._save()
