@@ -135,8 +135,7 @@ def test_with_no_trial_within_the_budget_the_best_one_over_it_is_shown(ray_sessi
 def test_cli_exits_non_zero_with_a_diagnosis_when_no_trial_finishes(tmp_path):
     cfg = study(tmp_path, study="hopeless", trainable_options={"time_scale": 4.0, "cv": 0.1},
                 budget={"limit": 0.2, "stop_margin": 0.5}, run={"trials": 2, "max_concurrent": 2})
-    path = tmp_path / "hopeless.yaml"
-    path.write_text(json.dumps(cfg))
+    path = config_file(tmp_path, cfg, "hopeless.yaml")
     p = subprocess.run([sys.executable, "-m", "tuner.app.cli", "run", str(path)], capture_output=True,
                        text=True, cwd=tmp_path, timeout=300)
     assert p.returncode == 1, p.stdout + p.stderr
@@ -162,6 +161,13 @@ def finished(progress_line: str) -> int:
     return int(re.search(r"finished (\d+)/", progress_line).group(1))
 
 
+def config_file(tmp_path: Path, cfg: dict, name: str = "study.yaml") -> Path:
+    """``cfg`` written as a config file for ``tuner run`` (JSON is YAML)."""
+    path = tmp_path / name
+    path.write_text(json.dumps(cfg))
+    return path
+
+
 def cli(*args, cwd, **kw):
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     return subprocess.Popen([sys.executable, "-m", "tuner.app.cli", *args], cwd=cwd, env=env,
@@ -172,8 +178,7 @@ def test_ctrl_c_then_resume_loses_and_duplicates_nothing(tmp_path):
     # A relative budget (3 x a reference run): measured once, kept on --resume.
     cfg = study(tmp_path, study="resumable", run={"trials": 8, "max_concurrent": 2},
                 trainable_options={"time_scale": 0.4, "cv": 0.3}, budget={"limit": "3x"})
-    path = tmp_path / "study.yaml"
-    path.write_text(json.dumps(cfg))                 # JSON is YAML
+    path = config_file(tmp_path, cfg)
     p = cli("run", str(path), cwd=tmp_path)
     lines = []
     for line in p.stdout:                           # wait for a few finished trials
@@ -230,8 +235,7 @@ def test_a_two_node_cluster_runs_trials_on_both_nodes(tmp_path, two_nodes):
     cluster, _ = two_nodes
     cfg = study(tmp_path, study="cluster", run={"trials": 6, "max_concurrent": 2},
                 trainable_options={"time_scale": 0.5, "cv": 0.1})
-    path = tmp_path / "cluster.yaml"
-    path.write_text(json.dumps(cfg))
+    path = config_file(tmp_path, cfg, "cluster.yaml")
     p = cli("run", str(path), "--address", cluster.address, cwd=tmp_path)
     out = p.communicate(timeout=300)[0]
     assert p.returncode == 0, out
@@ -316,8 +320,7 @@ def test_a_failed_start_leaves_no_running_parent_and_the_next_start_adopts_it(tm
     cfg = study(tmp_path, study="adopt", budget={"limit": "2x"}, run={"trials": 3, "max_concurrent": 2},
                 trainable_options={"time_scale": 0.1, "fail_above": 0.0})
     cfg["mlflow"] = {"tracking_uri": uri}
-    path = tmp_path / "study.yaml"
-    path.write_text(json.dumps(cfg))
+    path = config_file(tmp_path, cfg)
     p = cli("run", str(path), cwd=tmp_path)
     out = p.communicate(timeout=300)[0]
     assert p.returncode == 2 and "budget.reference" in out, out
@@ -326,7 +329,7 @@ def test_a_failed_start_leaves_no_running_parent_and_the_next_start_adopts_it(tm
 
     # a hard kill after the parent run exists, before any trial: slow reference runs
     cfg["trainable_options"] = {"time_scale": 20.0, "cv": 0.1}
-    path.write_text(json.dumps(cfg))
+    config_file(tmp_path, cfg)
     p = cli("run", str(path), cwd=tmp_path)
     tracker = Path(cfg["output"]) / "adopt" / "mlflow_tracker.json"
     for line in p.stdout:
@@ -341,7 +344,7 @@ def test_a_failed_start_leaves_no_running_parent_and_the_next_start_adopts_it(tm
     assert not (Path(cfg["output"]) / "adopt" / "state.json").exists()
 
     cfg["trainable_options"] = {"time_scale": 0.1, "cv": 0.1}
-    path.write_text(json.dumps(cfg))
+    config_file(tmp_path, cfg)
     p = cli("run", str(path), cwd=tmp_path)
     out = p.communicate(timeout=300)[0]
     assert p.returncode == 0, out
@@ -355,8 +358,7 @@ def test_driver_killed_then_resume_loses_reruns_and_logs_nothing_twice(tmp_path)
     study with every trial once in the state, the table and MLflow."""
     cfg = study(tmp_path, study="killed", run={"trials": 10, "max_concurrent": 2},
                 trainable_options={"time_scale": 0.3, "cv": 0.3})
-    path = tmp_path / "study.yaml"
-    path.write_text(json.dumps(cfg))
+    path = config_file(tmp_path, cfg)
     folder = Path(cfg["output"]) / "killed"
     p = cli("run", str(path), cwd=tmp_path)
     for line in p.stdout:
@@ -389,8 +391,7 @@ def test_a_node_removed_mid_study_fails_its_trials_and_the_study_finishes(tmp_pa
     cluster, worker = two_nodes
     cfg = study(tmp_path, study="nodeloss", run={"trials": 6, "max_concurrent": 2},
                 trainable_options={"time_scale": 2.0, "cv": 0.1})
-    path = tmp_path / "nodeloss.yaml"
-    path.write_text(json.dumps(cfg))
+    path = config_file(tmp_path, cfg, "nodeloss.yaml")
     p = cli("run", str(path), "--address", cluster.address, cwd=tmp_path)
     lines = []
     for line in p.stdout:                 # the study's trials are running on both nodes
