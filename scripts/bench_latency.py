@@ -15,7 +15,6 @@ machine; the load average is recorded with them (the machine is shared).
 from __future__ import annotations
 
 import argparse
-import csv
 import os
 import platform
 import statistics
@@ -26,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 
+from csv_rows import write_csv  # noqa: E402
 from tuner import PAPER_EXACT, Optimizer, Settings  # noqa: E402
 
 
@@ -157,10 +157,7 @@ def main() -> None:
                   f"load {row['load_1min']:.1f}", flush=True)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    with open(out / "latency.csv", "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
+    write_csv(rows, out / "latency.csv")
 
     def f(v: float, fmt: str = ".1f") -> str:
         return "skipped" if v != v else format(v, fmt)

@@ -23,7 +23,6 @@ of the driver, and of the MLflow writer process (the largest child process waite
 from __future__ import annotations
 
 import argparse
-import csv
 import random
 import resource
 import tempfile
@@ -32,6 +31,7 @@ from pathlib import Path
 
 import ray
 
+from csv_rows import write_csv
 from tuner.app.config import load_study
 from tuner.app.progress import Progress
 from tuner.integrations.ray.orchestrator import StudyRunner, local_ray_config
@@ -129,10 +129,7 @@ def main() -> None:
     if args.out:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
-        with open(out / "runs.csv", "w", newline="") as fh:
-            w = csv.DictWriter(fh, fieldnames=list(rows[0]))
-            w.writeheader()
-            w.writerows(rows)
+        write_csv(rows, out / "runs.csv")
         (out / "summary.md").write_text(
             f"# `tuner run` against a bare Ray-task loop ({args.trials} trials of "
             f"{1e3 * LOW:.0f}-{1e3 * HIGH:.0f} ms)\n\nCommand: `python scripts/bench_run_loop.py "

@@ -53,7 +53,8 @@ import json
 import time
 from pathlib import Path
 
-from constraint_common import markdown_table, plot_panels, run_pool, write_csv
+from constraint_common import markdown_table, plot_panels, run_pool
+from csv_rows import write_csv
 
 import numpy as np  # noqa: E402
 

@@ -13,7 +13,6 @@ import os
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
-import csv  # noqa: E402
 import time  # noqa: E402
 from concurrent.futures import ProcessPoolExecutor  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -61,13 +60,6 @@ def summarize(curves: Mapping[str, Sequence[np.ndarray]], marks: Iterable[int]) 
                          "std": float(np.nanstd(v)), "q25": float(np.nanpercentile(v, 25)),
                          "q75": float(np.nanpercentile(v, 75)), "runs": len(v)})
     return rows
-
-
-def write_csv(rows: Sequence[Mapping[str, Any]], path: Path) -> None:
-    with open(path, "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
 
 
 def markdown_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str], digits: int = 3) -> str:

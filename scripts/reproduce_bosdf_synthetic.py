@@ -39,7 +39,6 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")    # one BLAS thread per process: the pool uses the cores
 
 import argparse  # noqa: E402
-import csv  # noqa: E402
 import json  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
@@ -51,6 +50,7 @@ from typing import Any, Mapping  # noqa: E402
 import numpy as np  # noqa: E402
 
 
+from csv_rows import write_csv  # noqa: E402
 from tuner import PAPER_EXACT, Optimizer, Settings  # noqa: E402
 from tuner.loop.problems import gp_sample_1d  # noqa: E402
 from tuner.loop.simulator import simulate  # noqa: E402
@@ -209,10 +209,7 @@ def write_tables(curves: dict, settings: list, args: argparse.Namespace, out: Pa
                              "T": t, "runs": args.runs, "regret_mean": mp[t - 1], "regret_se": sp[t - 1],
                              "regret_arrived_mean": ma[t - 1], "regret_arrived_se": sa[t - 1],
                              "runs_with_result": int(np.sum(np.isfinite(paper[:, t - 1])))})
-    with open(out / "results.csv", "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
+    write_csv(rows, out / "results.csv")
 
     def cell(mean: float, se: float, k: int) -> str:
         if not np.isfinite(mean):

@@ -24,7 +24,8 @@ import time
 from pathlib import Path
 
 from constraint_common import (average_curves, markdown_table, pivot, plot_panels, run_pool,
-                               summarize, write_csv)
+                               summarize)
+from csv_rows import write_csv
 
 import numpy as np  # noqa: E402
 

@@ -35,7 +35,8 @@ import time
 from pathlib import Path
 
 from constraint_common import (average_curves, markdown_table, pivot, plot_panels, run_pool,
-                               summarize, write_csv)
+                               summarize)
+from csv_rows import write_csv
 
 import numpy as np  # noqa: E402  (constraint_common sets the BLAS threads first)
 
