@@ -9,6 +9,8 @@ too; on any error the temporary file is removed and the old file is left as it w
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import os
 import tempfile
@@ -40,6 +42,29 @@ def append_line(path: str | os.PathLike, line: str) -> None:
         fh.write(line)
         fh.flush()
         os.fsync(fh.fileno())
+
+
+def csv_text(rows: Iterable[Mapping[str, Any]], header: bool = True) -> str:
+    """Rows as CSV text, the first row's keys as the columns (a header line unless told not)."""
+    rows = list(rows)
+    text = io.StringIO()
+    if rows:
+        w = csv.DictWriter(text, fieldnames=list(rows[0]))
+        if header:
+            w.writeheader()
+        w.writerows(rows)
+    return text.getvalue()
+
+
+def write_table(path: str | os.PathLike, rows: Iterable[Mapping[str, Any]]) -> None:
+    """A table of rows (``csv_text``) written atomically: the one writer of every trial and
+    result table (trials.csv of a study or a simulation, the scripts' result files)."""
+    write_atomic(path, csv_text(rows))
+
+
+def append_row(path: str | os.PathLike, row: Mapping[str, Any]) -> None:
+    """One row onto a table (the header first when the file is new), flushed and fsync'd."""
+    append_line(path, csv_text([row], header=not Path(path).exists()))
 
 
 def write_json(path: str | os.PathLike, data: Any, **dump_kw: Any) -> None:
