@@ -11,7 +11,7 @@ import pytest
 def ray_session():
     import ray
 
-    from tuner.integrations.ray.orchestrator import local_ray_config
+    from tuner.integrations.ray.executor import local_ray_config
 
     ray.init(num_cpus=2, include_dashboard=False, ignore_reinit_error=True,
              log_to_driver=False, configure_logging=False, _system_config=local_ray_config(2))

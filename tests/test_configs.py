@@ -4,7 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from tuner.app.config import DEFAULT_STUDY, load_simulation, load_study
+from tuner.app.simulation import load_simulation
+from tuner.study.config import DEFAULT_STUDY, load_study
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 
@@ -13,7 +14,7 @@ CONFIGS = Path(__file__).resolve().parents[1] / "configs"
                          ids=lambda p: p.name)
 def test_shipped_run_configs_load(path):
     cfg = load_study(path)
-    assert cfg.run["trials"] > 0 and cfg.space
+    assert cfg.run.trials > 0 and cfg.space
 
 
 def test_shipped_simulation_config_loads():

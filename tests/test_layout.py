@@ -35,7 +35,7 @@ def test_the_command_line_help_loads_no_scientific_stack():
 
 def test_validating_a_config_imports_no_torch():
     configs = [str(CONFIGS / f"{n}.yaml") for n in ("svm", "cnn", "logreg")]
-    code = ("import sys\nfrom tuner.app.config import load_study\n"
+    code = ("import sys\nfrom tuner.study.config import load_study\n"
             f"for c in {configs!r}: load_study(c)\n"
             "print(sorted(h for h in ('torch', 'ray', 'mlflow') if h in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -18,10 +18,10 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from tuner.core.trial import Status
-from tuner.app.config import ConfigError, load_study
-from tuner.integrations.ray.orchestrator import StudyRunner
-from tuner.app.progress import Progress
-from tuner.app.study_state import read_study_state
+from tuner.app.wiring import study_runner
+from tuner.study.config import ConfigError, load_study
+from tuner.study.progress import Progress
+from tuner.study.state import read_study_state
 
 pytestmark = pytest.mark.slow      # real Ray and MLflow: `pytest -m "not slow"` skips them
 
@@ -52,7 +52,7 @@ def child_runs(uri: str, experiment: str) -> tuple[object, list]:
 
 def run_quietly(cfg, **kw):
     out = io.StringIO()
-    result = StudyRunner(cfg, progress=Progress(stream=out), **kw).run()
+    result = study_runner(cfg, progress=Progress(stream=out), **kw).run()
     return result, out.getvalue()
 
 
@@ -62,7 +62,7 @@ def test_every_trial_once_in_mlflow_and_in_the_optimizer(ray_session, tmp_path):
     opt = result.optimizer
     assert result.status == "FINISHED" and len(opt.trials) == 12
     assert all(tr.status != Status.RUNNING for tr in opt.trials)
-    parent, children = child_runs(cfg.mlflow["tracking_uri"], "e2e")
+    parent, children = child_runs(cfg.mlflow.tracking_uri, "e2e")
     ids = sorted(int(c.data.tags["trial_id"]) for c in children)
     assert ids == list(range(12))                                   # once each
     for c in children:
@@ -86,7 +86,7 @@ def test_every_trial_once_in_mlflow_and_in_the_optimizer(ray_session, tmp_path):
     assert parent.data.params["algorithm"] == "gp-ucb-sdf" and parent.data.params["trials"] == "12"
     assert parent.data.metrics["finished"] == sum(o["status"] == "FINISHED"
                                                   for o in result.outcomes.values())
-    client = MlflowClient(cfg.mlflow["tracking_uri"])
+    client = MlflowClient(cfg.mlflow.tracking_uri)
     artifacts = {a.path for a in client.list_artifacts(parent.info.run_id)}
     assert {"config.json", "trials.csv"} <= artifacts
     assert (result.directory / "trials.csv").read_text().count("\n") == 13
@@ -109,7 +109,7 @@ def test_a_trial_past_its_budget_is_stopped_and_counts_as_a_violation(ray_sessio
     for tr in opt.trials:
         assert tr.status == Status.TIMED_OUT and 0.6 <= tr.metrics["runtime"] < 2.4   # stopped, not waited for
         assert opt.constraints[0].observed(tr) >= 0.5          # g = runtime / T - 1, a violation
-    _, children = child_runs(cfg.mlflow["tracking_uri"], "slow")
+    _, children = child_runs(cfg.mlflow.tracking_uri, "slow")
     assert sorted(c.data.tags["status"] for c in children) == ["TIMED_OUT"] * 4
     assert all(c.data.metrics["g_runtime"] >= 0.5 for c in children)
     # said while it ran, and diagnosed at the end, with the fastest run time and what to change

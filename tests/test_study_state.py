@@ -4,7 +4,7 @@ read back equals the whole state, and a resumed optimizer continues exactly."""
 import json
 
 from tuner import Optimizer
-from tuner.app.study_state import StudyStateFile, journal_path, read_study_state
+from tuner.study.state import StudyStateFile, journal_path, read_study_state
 
 SPACE = {"x": {"type": "float", "low": 0.0, "high": 1.0}, "y": {"type": "float", "low": 0.0, "high": 1.0}}
 CONFIG = {"study": "s"}

@@ -12,7 +12,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from mlflow_server import Server, free_port
-from tuner.app.plots import RUNTIME_PNG, SCORE_PNG, best_so_far, study_plots
+from tuner.study.plots import RUNTIME_PNG, SCORE_PNG, best_so_far, study_plots
 from tuner.integrations.mlflow.tracking import PENDING, StudyTracker, TrialRecord
 
 pytestmark = pytest.mark.slow      # real MLflow / Ray processes: `pytest -m "not slow"` skips them

@@ -15,7 +15,7 @@ from mlflow.tracking import MlflowClient
 
 import tuner
 from tuner.app.cli import main as cli_main
-from tuner.app.config import ConfigError, load_study
+from tuner.study.config import ConfigError, load_study
 from trainables import FunctionTrainable, get_trainable
 
 SPACE = {"x": {"type": "float", "low": 0.0, "high": 1.0},
@@ -67,7 +67,7 @@ def test_a_function_is_named_module_and_qualname_and_must_return_metrics():
         get_trainable(lambda config: 0.5)({"x": 0.1})
     cfg = load_study(user_study(trainable=fit))
     assert cfg.trainable == f"{__name__}:fit" and cfg.trainable_fn is fit
-    assert cfg.objective["metric"] == "score"
+    assert cfg.objective.metric == "score"
 
 
 # --- real runs -------------------------------------------------------------------------------------

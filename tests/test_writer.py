@@ -13,7 +13,7 @@ import time
 import pytest
 from mlflow.tracking import MlflowClient
 
-from tuner.integrations.mlflow.record import TrialRecord
+from tuner.study.record import TrialRecord
 from tuner.integrations.mlflow.writer import TrackerProcess
 
 pytestmark = pytest.mark.slow

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping
 
-from tuner.app.config import load_study
+from tuner.study.config import load_study
 
 
 def study_mapping(trainable: Callable[[dict], Mapping[str, Any]] | str, *,
@@ -56,10 +56,10 @@ def run(trainable: Callable[[dict], Mapping[str, Any]] | str, *, space: Mapping[
     per trial, a multiple of a reference run (``"1.5x"``), or ``{limit, reference, metric,
     stop_margin}``. ``run``, ``optimizer``, ``ray``, ``mlflow``: the YAML sections.
     """
-    from tuner.integrations.ray.orchestrator import StudyRunner
+    from tuner.app.wiring import study_runner
 
     cfg = load_study(study_mapping(trainable, space=space, objective=objective, budget=budget,
                                    trials=trials, max_concurrent=max_concurrent, study=study,
                                    optimizer=optimizer, run=run, ray=ray, mlflow=mlflow,
                                    output=output))
-    return StudyRunner(cfg, resume=resume, fresh=fresh).run()
+    return study_runner(cfg, resume=resume, fresh=fresh).run()

@@ -5,71 +5,26 @@ side-by-side benchmark, ``benchmarks.compare``)."""
 from __future__ import annotations
 
 import argparse
-import csv
 import sys
-import time
-from pathlib import Path
 from typing import Sequence
 
-import numpy as np
-
-from .config import DEFAULT_STUDY, ConfigError, load_simulation, load_study
+from tuner.study.config import DEFAULT_STUDY, ConfigError, load_study
 
 
 def _simulate(args: argparse.Namespace) -> int:
-    from tuner.core.optimizer import Optimizer
-    from tuner.loop.problems import make_objective
-    from tuner.loop.simulator import make_delay, simulate
+    from tuner.app.simulation import simulate_study
 
-    cfg = load_simulation(args.config, {"algorithm": args.algorithm, "trials": args.trials,
-                                        "workers": args.workers, "seed": args.seed})
-    try:
-        fn = make_objective(cfg.objective)
-        delay = make_delay(cfg.delay)
-    except ValueError as exc:
-        raise ConfigError(str(exc)) from exc
-    opt = Optimizer(fn.space, cfg.settings, domain=fn.grid[:, None])
-    out = Path(args.out) / cfg.study
-    out.mkdir(parents=True, exist_ok=True)
-    print(f"study {cfg.study}: {cfg.settings.algorithm}, {cfg.trials} trials, delay {cfg.delay}, "
-          f"workers {cfg.workers or 'one query per iteration'}", flush=True)
-    t0 = time.perf_counter()
-    step = max(1, cfg.trials // 10)
-
-    def progress(n: int) -> None:
-        if n % step == 0 or n == cfg.trials:
-            best = opt.best()
-            print(f"  {n:5d}/{cfg.trials} started  running {len(opt.running):3d}  "
-                  f"best {best.value if best else float('nan'):.4f}  "
-                  f"elapsed {time.perf_counter() - t0:6.1f}s", flush=True)
-
-    res = simulate(opt, fn, delay, cfg.trials, cfg.workers, cfg.noise_std, cfg.seed, fn.f_opt, progress)
-    regret = res.simple_regret()
-    opt.save(out / "optimizer_state.json")
-    with open(out / "trials.csv", "w", newline="") as fh:
-        w = csv.writer(fh)
-        w.writerow(["trial_id", "x", "f", "start", "finish", "simple_regret_at_start"])
-        for i, (c, f, s, e) in enumerate(zip(res.configs, res.f_true, res.start, res.finish)):
-            w.writerow([i, c["x"], f, s, e, regret[i]])
-    _plot_regret(regret, out / "simple_regret.png", cfg.study, cfg.settings.algorithm)
-    marks = [m for m in (10, 25, 50, 100, 200, 500, 1000, 2000) if m <= len(regret)]
-    print("\n| T | simple regret |\n|---|---|")
-    for m in marks:
-        print(f"| {m} | {regret[m - 1]:.4f} |")
-    print(f"\nbest f {res.f_true[res.finish <= res.finish.max()].max():.4f} (optimum {fn.f_opt:.4f}); "
-          f"median suggest {1e3 * np.median(res.suggest_seconds):.1f} ms; "
-          f"wrote {out}/{{trials.csv,simple_regret.png,optimizer_state.json}}")
-    return 0
+    return simulate_study(args)
 
 
 def _run(args: argparse.Namespace) -> int:
-    from tuner.integrations.ray.orchestrator import StudyRunner
+    from tuner.app.wiring import study_runner
 
     overrides = {k: getattr(args, k) for k in ("trials", "max_concurrent", "wall_clock_limit",
                                                "trial_timeout", "seed", "budget", "address",
                                                "tracking_uri", "algorithm", "output", "trainable")}
     cfg = load_study(args.config or DEFAULT_STUDY, overrides)
-    result = StudyRunner(cfg, resume=args.resume, fresh=args.fresh).run()
+    result = study_runner(cfg, resume=args.resume, fresh=args.fresh).run()
     if result.status == "FAILED":
         print(f"tuner: study stopped: {result.diagnosis}. Fix it and run again with --fresh "
               f"(the failed trials are in {result.directory}/trials.csv)", file=sys.stderr)
@@ -96,22 +51,6 @@ def _studies(args: argparse.Namespace) -> int:
         print(f"tuner: {exc}", file=sys.stderr)
         return 2
     return 0
-
-
-def _plot_regret(regret: np.ndarray, path: Path, study: str, algorithm: str) -> None:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(5, 3.2))
-    ax.plot(np.arange(1, len(regret) + 1), regret)
-    ax.set_xlabel("iteration T")
-    ax.set_ylabel("simple regret (completed evaluations)")
-    ax.set_yscale("log")
-    ax.set_title(f"{study}: {algorithm}")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tuner.app.progress import not_finished, rank_finished, summary_table
-from tuner.app.study_state import read_study_state
+from tuner.study.progress import not_finished, rank_finished, summary_table
+from tuner.study.state import read_study_state
 
 
 class StudyNotFound(ValueError):

@@ -6,7 +6,7 @@
     budget: unknown key(s) ['limt']; allowed: ['limit', 'metric', 'reference', 'stop_margin']
 
 Used by ``Settings`` (the optimizer), ``Constraint``, the study and simulation configs
-(``tuner.app.config``), the simulator's delay models and the built-in trainables' options.
+(``tuner.study.config``), the simulator's delay models and the built-in trainables' options.
 """
 
 from __future__ import annotations

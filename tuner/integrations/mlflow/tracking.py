@@ -61,7 +61,7 @@ from mlflow.utils.validation import (MAX_ENTITIES_PER_BATCH, MAX_ENTITY_KEY_LENG
                                      MAX_TAG_VAL_LENGTH)
 
 from tuner.core.persist import append_line, opened, write_atomic, write_state
-from tuner.integrations.mlflow.record import TrialRecord
+from tuner.study.record import TrialRecord
 
 log = logging.getLogger(__name__)
 

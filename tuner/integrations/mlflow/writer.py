@@ -33,7 +33,7 @@ import sys
 import threading
 from typing import Any, BinaryIO
 
-from tuner.integrations.mlflow.record import TrialRecord
+from tuner.study.record import TrialRecord
 
 log = logging.getLogger(__name__)
 

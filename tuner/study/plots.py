@@ -16,7 +16,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (after choosing the backend)
 
-from tuner.integrations.mlflow.record import TrialRecord  # noqa: E402
+from tuner.study.record import TrialRecord  # noqa: E402
 
 SCORE_PNG = "score_vs_wallclock.png"
 RUNTIME_PNG = "runtime_vs_budget.png"

@@ -1,12 +1,19 @@
-"""Study configuration files (YAML): loading and validation with errors that name the field.
+"""A study's configuration (YAML or a mapping): loading and validation with errors that name
+the field, and the validated study as typed sections.
 
-A study file has these sections (see ``configs/``):
+A study file has these sections (``configs/`` spells them out; README "Study configuration"):
 
     study: name                      # MLflow experiment name, output folder name
     trainable: cnn                   # a built-in (svm, logreg, cnn, synthetic) or module:function
+    trainable_options: {...}         # the trainable's own options (epochs, delay, ...)
     space: {param: {type: ..., ...}} # required for module:function; else the built-in default
-    optimizer: {...}                 # tuner.core.optimizer.Settings fields
-    simulation: {...}                # for `tuner simulate`: objective, delay, workers, trials
+    objective: {metric, mode, bounds}
+    budget: {limit, reference, metric, stop_margin}
+    optimizer: {...}                 # tuner.core.settings.Settings fields
+    run: {trials, max_concurrent, cpus_per_trial, trial_timeout, wall_clock_limit, seed, ...}
+    ray: {address}
+    mlflow: {tracking_uri, experiment}
+    output: tuner_runs               # the folder that holds each study's folder
 """
 
 from __future__ import annotations
@@ -14,7 +21,7 @@ from __future__ import annotations
 import math
 import os
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
@@ -73,48 +80,6 @@ def read_yaml(path: str | Path) -> dict[str, Any]:
     if not isinstance(data, Mapping):
         raise ConfigError(f"{p}: expected a mapping of sections at the top level")
     return dict(data)
-
-
-SIM_SCHEMA = {
-    "objective": Field((dict,), {"kind": "gp-sample-1d"}),
-    "delay": Field((dict,), {"kind": "poisson", "mean": 10}),
-    "workers": Field((int, None), None, above=0),
-    "trials": Field((int,), 200, above=0),
-    "noise_std": Field((float,), 0.0),
-    "seed": Field((int,), 0),
-}
-
-
-@dataclass
-class SimulationConfig:
-    study: str
-    settings: Settings
-    objective: dict[str, Any]
-    delay: dict[str, Any]
-    workers: int | None
-    trials: int
-    noise_std: float
-    seed: int
-    raw: dict[str, Any] = field(default_factory=dict)
-
-
-def load_simulation(path: str | Path, overrides: Mapping[str, Any] | None = None) -> SimulationConfig:
-    data = read_yaml(path)
-    top = check_section("config", data, {"study": Field((str,), Path(path).stem),
-                                         "optimizer": Field((dict, None)),
-                                         "simulation": Field((dict,), required=True)})
-    opt = dict(top["optimizer"] or {})
-    sim = dict(top["simulation"])
-    for key, value in (overrides or {}).items():
-        if value is None:
-            continue
-        if key in ("algorithm", "seed"):
-            opt[key] = value
-        if key in ("trials", "workers", "seed"):
-            sim[key] = value
-    sim = check_section("simulation", sim, SIM_SCHEMA)
-    return SimulationConfig(top["study"], optimizer_settings(opt), sim["objective"], sim["delay"],
-                            sim["workers"], sim["trials"], sim["noise_std"], sim["seed"], data)
 
 
 # --- `tuner run`: a real study on Ray ------------------------------------------------------------
@@ -198,6 +163,62 @@ RUN_OVERRIDES = {
 }
 
 
+@dataclass(frozen=True)
+class Objective:
+    """The ``objective`` section: the metric the trainable reports, maximized or minimized."""
+
+    metric: str
+    mode: str = "max"
+    bounds: list[float] | None = None
+
+
+@dataclass(frozen=True)
+class Budget:
+    """The ``budget`` section, resolved: ``seconds`` is the limit in force (None while a relative
+    limit, ``multiple`` x a reference run, is not measured yet)."""
+
+    limit: float | str                   # as given: seconds, or "1.5x"
+    reference: str | dict[str, Any] | None
+    metric: str
+    stop_margin: float | None
+    relative: bool
+    multiple: float | None
+    seconds: float | None
+    reference_seconds: float | None = None
+
+    @property
+    def stop_at(self) -> float | None:
+        """The run time at which a run is stopped (None: no budget stop)."""
+        if self.stop_margin is None or self.seconds is None:
+            return None
+        return self.seconds * (1 + self.stop_margin)
+
+
+@dataclass(frozen=True)
+class Run:
+    """The ``run`` section (``RUN_SCHEMA``)."""
+
+    trials: int
+    max_concurrent: int
+    cpus_per_trial: float
+    trial_timeout: float | None
+    wall_clock_limit: float | None
+    seed: int
+    fail_fast: int
+    retries: int
+
+
+@dataclass(frozen=True)
+class RaySection:
+    address: str | None                  # None: a local Ray
+
+
+@dataclass(frozen=True)
+class MlflowSection:
+    tracking_uri: str
+    experiment: str | None
+
+
 @dataclass
 class StudyConfig:
     """A validated `tuner run` study; ``resolved()`` is what gets logged and saved."""
@@ -206,37 +227,43 @@ class StudyConfig:
     trainable: str
     trainable_options: dict[str, Any]
     space: dict[str, Any]
-    objective: dict[str, Any]
-    budget: dict[str, Any] | None
+    objective: Objective
+    budget: Budget | None
     settings: Settings
-    run: dict[str, Any]
-    ray: dict[str, Any]
-    mlflow: dict[str, Any]
+    run: Run
+    ray: RaySection
+    mlflow: MlflowSection
     output: str
     trainable_fn: Callable[..., Any] | None = field(default=None, repr=False)  # a user's function
 
     @property
     def experiment(self) -> str:
-        return self.mlflow["experiment"] or self.study
+        return self.mlflow.experiment or self.study
+
+    @property
+    def directory(self) -> Path:
+        """The study's folder: state, journal, trial table, best trial, plots."""
+        return Path(self.output) / self.study
 
     @property
     def budget_pending(self) -> bool:
         """A relative budget whose limit in seconds is not measured yet (``with_budget``)."""
-        return self.budget is not None and self.budget["seconds"] is None
+        return self.budget is not None and self.budget.seconds is None
 
     def with_budget(self, seconds: float, reference_seconds: float | None = None) -> "StudyConfig":
         """This study with its budget limit resolved to ``seconds``: the budget becomes the
         optimizer's run-time constraint (with ``stop_margin``)."""
         assert self.budget is not None
-        budget = {**self.budget, "seconds": float(seconds), "reference_seconds": reference_seconds}
+        budget = replace(self.budget, seconds=float(seconds), reference_seconds=reference_seconds)
         return replace(self, budget=budget, settings=_budget_settings(self.settings, budget))
 
     def resolved(self) -> dict[str, Any]:
         return {"study": self.study, "trainable": self.trainable,
                 "trainable_options": self.trainable_options, "space": self.space,
-                "objective": self.objective, "budget": self.budget,
-                "optimizer": self.settings.to_dict(), "run": self.run, "ray": self.ray,
-                "mlflow": self.mlflow, "output": self.output}
+                "objective": asdict(self.objective),
+                "budget": None if self.budget is None else asdict(self.budget),
+                "optimizer": self.settings.to_dict(), "run": asdict(self.run),
+                "ray": asdict(self.ray), "mlflow": asdict(self.mlflow), "output": self.output}
 
 
 def load_study(source: str | Path | Mapping[str, Any],
@@ -289,34 +316,34 @@ def load_study(source: str | Path | Mapping[str, Any],
         SearchSpace.from_dict(space_spec)
     except ValueError as exc:
         raise ConfigError(str(exc)) from exc
-    objective = check_section("objective", top["objective"],
-                              {**OBJECTIVE_SCHEMA, "metric": Field((str,), trainable.objective)})
+    objective = Objective(**check_section("objective", top["objective"],
+                                          {**OBJECTIVE_SCHEMA, "metric": Field((str,), trainable.objective)}))
     budget = _budget_section(top["budget"]) if top["budget"] else None
-    run = check_section("run", top["run"], RUN_SCHEMA)
+    run = Run(**check_section("run", top["run"], RUN_SCHEMA))
     opt = dict(top["optimizer"] or {})
     for key, section in (("mode", "objective.mode"), ("objective_bounds", "objective.bounds")):
         if key in opt:
             raise ConfigError(f"optimizer.{key}: set it as {section}")
-    opt.setdefault("seed", run["seed"])
-    opt["mode"] = objective["mode"]
-    opt["objective_bounds"] = objective["bounds"]
+    opt.setdefault("seed", run.seed)
+    opt["mode"] = objective.mode
+    opt["objective_bounds"] = objective.bounds
     cfg = StudyConfig(study, trainable.name, options, dict(space_spec), objective, budget,
-                      optimizer_settings(opt), run, check_section("ray", top["ray"], RAY_SCHEMA),
+                      optimizer_settings(opt), run, RaySection(**check_section("ray", top["ray"], RAY_SCHEMA)),
                       _mlflow_section(top["mlflow"]), top["output"], fn)
     if budget is None:
         return cfg
-    if budget["relative"]:
-        if isinstance(budget["reference"], Mapping):
+    if budget.relative:
+        if isinstance(budget.reference, Mapping):
             try:
-                trainable.check_config(budget["reference"])
+                trainable.check_config(budget.reference)
             except ValueError as exc:
                 raise ConfigError(f"budget.reference: {exc}") from None
         cfg.with_budget(1.0)   # validates the constraint now; the limit is measured at start-up
         return cfg
-    return cfg.with_budget(budget["seconds"])
+    return cfg.with_budget(budget.seconds)
 
 
-def _budget_section(data: Any) -> dict[str, Any]:
+def _budget_section(data: Any) -> Budget:
     """The ``budget`` section: limit in seconds, or a multiple of a reference run measured on the
     machine where the study runs (``limit: 1.5x``, ``reference: warmup``)."""
     budget = check_section("budget", data, BUDGET_SCHEMA)
@@ -330,18 +357,18 @@ def _budget_section(data: Any) -> dict[str, Any]:
     if isinstance(ref, str) and ref not in REFERENCES:
         raise ConfigError(f"budget.reference: must be one of {list(REFERENCES)} or a mapping of "
                           f"hyperparameters (got {ref!r})")
-    return {**budget, "limit": f"{number:g}x" if relative else number, "reference": ref,
-            "relative": relative, "multiple": number if relative else None,
-            "seconds": None if relative else number, "reference_seconds": None}
+    return Budget(limit=f"{number:g}x" if relative else number, reference=ref,
+                  metric=budget["metric"], stop_margin=budget["stop_margin"], relative=relative,
+                  multiple=number if relative else None, seconds=None if relative else number)
 
 
-def _budget_settings(settings: Settings, budget: Mapping[str, Any]) -> Settings:
-    """``settings`` plus the budget as a run-time constraint of ``budget["seconds"]``."""
-    extra = {"metric": budget["metric"], "limit": budget["seconds"], "type": "budget",
-             "runtime": budget["metric"] == "runtime"}
+def _budget_settings(settings: Settings, budget: Budget) -> Settings:
+    """``settings`` plus the budget as a run-time constraint of ``budget.seconds``."""
+    extra = {"metric": budget.metric, "limit": budget.seconds, "type": "budget",
+             "runtime": budget.metric == "runtime"}
     s = replace(settings, constraints=list(settings.constraints) + [extra])
-    if budget["stop_margin"] is not None:
-        s = replace(s, stop_margin=budget["stop_margin"])
+    if budget.stop_margin is not None:
+        s = replace(s, stop_margin=budget.stop_margin)
     try:
         s.validate("optimizer")
     except (TypeError, ValueError) as exc:
@@ -349,13 +376,13 @@ def _budget_settings(settings: Settings, budget: Mapping[str, Any]) -> Settings:
     return s
 
 
-def _mlflow_section(data: Any) -> dict[str, Any]:
+def _mlflow_section(data: Any) -> MlflowSection:
     """MLflow settings; the tracking URI defaults to $MLFLOW_TRACKING_URI, then MLflow's own
     default ``sqlite:///mlflow.db`` (in the working directory)."""
     out = check_section("mlflow", data, MLFLOW_SCHEMA)
     if out["tracking_uri"] is None:
         out["tracking_uri"] = os.environ.get("MLFLOW_TRACKING_URI") or "sqlite:///mlflow.db"
-    return out
+    return MlflowSection(**out)
 
 
 # The study `tuner run` runs without a config file (configs/cnn.yaml spells it out).

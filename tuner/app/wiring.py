@@ -1,0 +1,30 @@
+"""``tuner run``'s study as the faces build it: the study runner (``tuner.study``) on the Ray
+executor, every trial recorded by the MLflow tracker in a writer process of its own."""
+
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+from tuner.study.config import StudyConfig
+from tuner.study.progress import Progress
+from tuner.study.runner import StudyRunner
+from tuner.study.tracking import Tracker
+
+
+def mlflow_tracker(cfg: StudyConfig) -> Tracker:
+    """The MLflow writer process for ``cfg``'s experiment (MLflow's import, its store and every
+    logging call stay out of this process); its spool lives in the study folder."""
+    from tuner.integrations.mlflow.writer import TrackerProcess
+
+    return TrackerProcess(cfg.mlflow.tracking_uri, cfg.experiment, cfg.directory, run_name=cfg.study)
+
+
+def study_runner(cfg: StudyConfig, *, resume: bool = False, fresh: bool = False,
+                 progress: Progress | None = None, grace: float = 5.0,
+                 clock: Callable[[], float] = time.time) -> StudyRunner:
+    """A runner for ``cfg`` on Ray (local, or the cluster at ``ray.address``), logged to MLflow."""
+    from tuner.integrations.ray.executor import RayExecutor
+
+    return StudyRunner(cfg, RayExecutor(cfg), mlflow_tracker, resume=resume, fresh=fresh,
+                       progress=progress, grace=grace, clock=clock)

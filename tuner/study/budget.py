@@ -1,0 +1,115 @@
+"""The run-time budget as the study enforces it: a relative limit measured on this machine
+(``limit: 1.5x`` of a reference run), the budget in words, and the warning while nothing fits."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping
+
+import numpy as np
+
+from tuner.core.space import SearchSpace
+from tuner.core.trial import Status
+from tuner.loop.loop import LoopCallback, Outcome, StudyLoop
+
+from .config import Budget, ConfigError, StudyConfig
+from .executor import Executor, RunFailed
+from .progress import Progress
+from .study import Study
+
+REFERENCE_SEED = 1_000_000   # the reference runs' seeds: run.seed + this + slot
+
+
+def reference_config(cfg: StudyConfig) -> dict[str, Any]:
+    """``budget.reference`` if it is a configuration, else the center of the search space
+    (what the warm-up runs, and the reference run of ``reference: warmup``)."""
+    ref = cfg.budget.reference if cfg.budget else None
+    if isinstance(ref, Mapping):
+        return dict(ref)
+    space = SearchSpace.from_dict(cfg.space)
+    return space.decode(np.full(space.dim, 0.5))
+
+
+def measure_budget(cfg: StudyConfig, executor: Executor, progress: Progress) -> StudyConfig:
+    """Resolve a relative budget (``limit: 1.5x``): run the reference configuration once on
+    every slot at the same time, as trials will run, and take the median of its
+    ``budget.metric`` (run time: measured in the worker, as for every trial).  Returns the
+    study with the limit = that times the multiple."""
+    b, slots = cfg.budget, cfg.run.max_concurrent
+    config = reference_config(cfg)
+    values: list[float] = []
+    with progress.phase(f"reference run for the budget on {slots} worker(s): "
+                        f"{format_config(config)}"):
+        seeds = [cfg.run.seed + REFERENCE_SEED + i for i in range(slots)]
+        try:
+            for out in executor.reference_runs(config, seeds):
+                if b.metric == "runtime":
+                    values.append(out["metrics"].get("runtime", out["runtime"]))
+                elif b.metric in out["metrics"]:
+                    values.append(out["metrics"][b.metric])
+                else:
+                    raise ConfigError(f"budget.metric: the reference run reported no "
+                                      f"'{b.metric}' (it reported {sorted(out['metrics'])})")
+        except RunFailed as exc:
+            raise ConfigError(f"budget.reference: the reference run of {format_config(config)} "
+                              f"failed ({exc}); set budget.limit in seconds or another "
+                              "budget.reference") from None
+    reference = float(np.median(values))
+    return cfg.with_budget(b.multiple * reference, reference)
+
+
+def budget_text(b: Budget) -> str:
+    """The budget as it is enforced, e.g. ``runtime <= 1.5 x 1.31 s = 1.97 s (stop at 3.93 s)``."""
+    text = f"{b.metric} <= {b.seconds:.3g} s"
+    if b.relative:
+        text = (f"{b.metric} <= {b.multiple:g} x {b.reference_seconds:.3g} s (the "
+                f"reference run) = {b.seconds:.3g} s")
+    if b.stop_at is not None:
+        text += f"; a run is stopped at {b.stop_at:.3g} s"
+    return text
+
+
+def format_config(config: Mapping[str, Any]) -> str:
+    return ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
+                     for k, v in config.items())
+
+
+class NothingFitsWarning(LoopCallback):
+    """While no trial has finished within the budget, say so once max(3, slots) trials have
+    ended, and again each time that count doubles: the fastest run time against the limit,
+    and what to change."""
+
+    def __init__(self, study: Study, progress: Progress):
+        self.study, self.progress = study, progress
+        self.next_warning: float = max(3, study.cfg.run.max_concurrent)
+        self.news = False    # trials ended since the last step
+
+    def on_end(self, outcome: Outcome) -> None:
+        self.news = True
+
+    def on_step(self, loop: StudyLoop) -> None:
+        if self.news:
+            self.news = False
+            self.check()
+
+    def check(self) -> None:
+        study, b = self.study, self.study.cfg.budget
+        ended = study.n_ended()
+        if b is None or ended < self.next_warning:
+            return
+        self.next_warning = 2 * ended
+        trials = study.optimizer.trials
+        if any(trials[tid].status == Status.FINISHED and not study.over_budget(tid)
+               for tid in study.ended()):
+            self.next_warning = math.inf     # something fits: no more warnings
+            return
+        times = [trials[tid].metrics.get(b.metric) for tid in study.ended()]
+        times = [t for t in times if t is not None]
+        if len(times) < ended:   # some failed without a run time: not a budget problem alone
+            return
+        self.progress.message(
+            f"warning: none of the {ended} trials so far finished within the budget "
+            f"({budget_text(b)}); the fastest took {min(times):.3g} s. If this machine is "
+            "busier than the budget assumes, raise budget.limit (e.g. --budget 2x, a multiple of "
+            "a reference run measured here), raise budget.stop_margin, or run fewer trials at once "
+            "(--max-concurrent).")

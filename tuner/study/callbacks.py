@@ -1,0 +1,85 @@
+"""The study's callbacks on the one study loop (``tuner.loop.loop.LoopCallback``), each owning
+its state: the session counters and the saved state, the trial table, the progress line.  The
+tracker's is ``tracking.LogToTracker``, the budget warning ``budget.NothingFitsWarning``."""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Mapping
+
+from tuner.core.persist import append_row, write_table
+from tuner.loop.loop import LoopCallback, Outcome, StudyLoop
+
+from .progress import Progress
+from .state import StudyStateFile
+from .study import Study
+
+
+class SaveState(LoopCallback):
+    """Counts each ended trial in the session, and saves the study state once per step of the
+    loop that started or ended a trial (before the loop waits, and before the tracker hears of
+    the step's results): a journal line with what changed (``StudyStateFile``)."""
+
+    def __init__(self, study: Study, state_file: StudyStateFile):
+        self.study, self.state_file = study, state_file
+        self.dirty = False
+        self.new_where: set[int] = set()   # trials whose place is not saved yet
+
+    def on_launch(self, trial_id: int, config: Mapping[str, Any]) -> None:
+        self.dirty = True
+
+    def on_end(self, outcome: Outcome) -> None:
+        if self.study.session.add(outcome):
+            self.new_where.add(outcome.trial_id)
+        self.dirty = True
+
+    def on_step(self, loop: StudyLoop) -> None:
+        if self.dirty:
+            self.save(whole=False)
+            self.dirty = False
+
+    def save(self, whole: bool = True) -> None:
+        """The study state: whole, or (``whole=False``) a journal line with what changed."""
+        s = self.study.session
+        new, self.new_where = self.new_where, set()
+        self.state_file.save(self.study.cfg.resolved, self.study.optimizer,
+                             {"elapsed_before": self.study.elapsed(), "busy_seconds": s.busy_seconds,
+                              "run_id": s.run_id}, s.where, new, whole=whole)
+
+
+class TrialTable(LoopCallback):
+    """``trials.csv``: a row appended as each trial ends, so the table is current even after a
+    hard kill; ``write`` rewrites it whole from the state (on resume and at the end)."""
+
+    def __init__(self, study: Study, path: Any):
+        self.study, self.path = study, path
+
+    def on_end(self, outcome: Outcome) -> None:
+        append_row(self.path, self.study.row(outcome.trial_id))
+
+    def write(self) -> list[dict[str, Any]]:
+        """The table anew, atomically: every ended trial in id order; returns the rows."""
+        rows = [self.study.row(tid) for tid in self.study.ended()]
+        if rows:
+            write_table(self.path, rows)
+        return rows
+
+
+class ShowProgress(LoopCallback):
+    """The progress line: when trials have ended (at most every ``Progress.min_gap`` seconds),
+    else every ``Progress.interval`` seconds; the snapshot is computed only for a line."""
+
+    def __init__(self, study: Study, progress: Progress):
+        self.study, self.progress = study, progress
+        self.ended = 0     # trials ended since the last line
+
+    def on_end(self, outcome: Outcome) -> None:
+        self.ended += 1
+
+    def on_step(self, loop: StudyLoop) -> None:
+        if self.progress.due(self.ended > 0):
+            self.progress.update(self.study.snapshot(), force=self.ended > 0)
+            self.ended = 0
+
+    def wake_at(self, now: float) -> float | None:
+        return now + max(self.progress.next_due(self.ended > 0) - time.monotonic(), 0.0)

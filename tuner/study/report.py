@@ -1,0 +1,177 @@
+"""What a study tells its user: the banner, and at the end the best trials, the best trial
+(``best.json``/``best.yaml``), the plots, why nothing finished if nothing did, and the summary;
+``StudyResult`` is what ``tuner.run`` hands back."""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from tuner.core.optimizer import Optimizer
+from tuner.core.persist import write_atomic, write_json
+from tuner.core.trial import Status
+
+from .budget import budget_text, format_config
+from .callbacks import TrialTable
+from .config import StudyConfig
+from .progress import Progress, not_finished, rank_finished, summary_table
+from .study import Study
+from .tracking import Tracker
+
+
+@dataclass
+class StudyResult:
+    """What a finished (or interrupted) study hands back."""
+
+    status: str                       # FINISHED, KILLED (interrupted) or FAILED (``diagnosis``)
+    optimizer: Optimizer
+    where: dict[int, dict[str, Any]]  # trial id -> node and host it ran on
+    run_id: str | None
+    directory: Path
+    elapsed: float
+    utilization: float
+    unlogged: int
+    diagnosis: str | None = None      # why no trial finished, in one line (None: some did)
+
+    def count(self, status: str) -> int:
+        return sum(tr.status == status for tr in self.optimizer.trials)
+
+    @property
+    def outcomes(self) -> dict[int, dict[str, Any]]:
+        """Every trial that ended: its status, reason and where it ran."""
+        return {tr.trial_id: {"status": str(tr.status), "reason": tr.reason,
+                              **self.where.get(tr.trial_id, {})}
+                for tr in self.optimizer.trials if tr.status != Status.RUNNING}
+
+    @property
+    def best(self) -> dict[str, Any] | None:
+        """The best finished trial within every constraint (the budget): its id, config,
+        objective value and metrics; None when no trial is."""
+        tr = self.optimizer.best(feasible=True)
+        if tr is None:
+            return None
+        return {"trial_id": tr.trial_id, "config": dict(tr.config), "value": tr.value,
+                "metrics": dict(tr.metrics)}
+
+
+def banner(cfg: StudyConfig, where: str, restart: list[int]) -> str:
+    """The study's first line: what runs, how many, where, under which budget, logged where."""
+    b = cfg.budget
+    budget = ""
+    if b is not None:
+        budget = (f", budget {b.metric} <= {b.multiple:g} x a reference run measured "
+                  "at start-up" if cfg.budget_pending else f", budget {b.metric} <= {b.seconds:.3g} s")
+    again = f", {len(restart)} interrupted trial(s) start again" if restart else ""
+    return (f"study {cfg.study}: {cfg.trainable}, {cfg.settings.algorithm}, "
+            f"{cfg.run.trials} trials, {cfg.run.max_concurrent} at once on {where}{budget}"
+            f"{again}; MLflow {cfg.mlflow.tracking_uri} experiment '{cfg.experiment}'")
+
+
+def finish(study: Study, table: TrialTable, tracker: Tracker, progress: Progress,
+           save: Callable[[], None], status: str, failure: str | None = None) -> StudyResult:
+    """The study's end: the trial table anew, the best trial's files, the plots, the tracker
+    finished (``study.session.run_id`` then holds its real id), the state saved (``save``),
+    and the summary printed."""
+    cfg, key = study.cfg, study.metric
+    elapsed = study.elapsed()
+    snap = study.snapshot(elapsed)
+    rows = table.write()
+    paths = [table.path]
+    finished = rank_finished(rows, key, cfg.objective.mode)
+    # within the budget first, then by score; with none finished, the fastest runs
+    top = (finished or sorted(rows, key=lambda r: r["runtime"] if r["runtime"] is not None
+                              else math.inf))[:10]
+    if finished:
+        paths += _write_best(study, top[0], tracker)
+    try:
+        from .plots import study_plots
+
+        records = [study.record(tid) for tid in study.ended()]
+        paths += study_plots(records, cfg.directory, key, cfg.budget.seconds if cfg.budget else None,
+                             cfg.objective.mode,
+                             runtime_metric=cfg.budget.metric if cfg.budget else "runtime")
+    except Exception as exc:  # a plot must never cost the study its results
+        progress.message(f"warning: plots not written: {exc}")
+    tracker.log_artifacts(paths)
+    behind = tracker.behind
+    with (progress.phase(f"MLflow: logging the last {behind} item(s)") if behind > 1
+          else contextlib.nullcontext()):
+        unlogged = tracker.finish(status)
+    study.session.run_id = tracker.run_id or study.session.run_id   # real id once known
+    save()
+    cols = ["trial", "status", key, "runtime", "over_budget", *cfg.space]
+    if top:
+        progress.message("\n" + summary_table(top, cols))
+    others = not_finished(rows, limit=10)
+    if others and finished:
+        progress.message("\n" + others)
+    progress.message("\n" + (best_line(study, top[0]) if finished else
+                             f"no trial finished: {diagnosis(study)}"))
+    uri, run_id = cfg.mlflow.tracking_uri, study.session.run_id
+    progress.message(
+        f"{snap.done} finished, {snap.failed} failed/stopped, {snap.violations} over budget, "
+        f"workers busy {100 * snap.utilization:.0f}% of {elapsed:.0f} s.\n"
+        f"state and trial table: {cfg.directory}/; MLflow run {run_id} ({uri}): browse with "
+        f"`mlflow ui --backend-store-uri {uri}`" + (f"\n{unlogged} MLflow item(s) are not logged "
+                                                     f"yet (kept in {cfg.directory}); --resume "
+                                                     "sends them" if unlogged else ""))
+    return StudyResult(status, study.optimizer, study.session.where, run_id, cfg.directory,
+                       elapsed, snap.utilization, unlogged,
+                       failure or (None if finished else diagnosis(study)))
+
+
+def _write_best(study: Study, row: Mapping[str, Any], tracker: Tracker) -> list[Path]:
+    """best.json and best.yaml in the study folder (and best.json in the MLflow parent run):
+    the best finished trial, within the budget if any is."""
+    import yaml
+
+    cfg = study.cfg
+    tr, key = study.optimizer.trials[row["trial"]], study.metric
+    best = {"study": cfg.study, "trial": tr.trial_id,
+            "within_budget": not row["over_budget"], key: tr.value,
+            "config": dict(tr.config), "metrics": dict(tr.metrics)}
+    if cfg.budget:
+        best["budget_seconds"] = cfg.budget.seconds
+    paths = [cfg.directory / "best.json", cfg.directory / "best.yaml"]
+    write_json(paths[0], best, indent=1)
+    write_atomic(paths[1], yaml.safe_dump(best, sort_keys=False))
+    tracker.log_dict(best, "best.json")
+    return paths
+
+
+def best_line(study: Study, row: Mapping[str, Any]) -> str:
+    """The best trial: the best within the budget, else the best over it, marked so."""
+    key, b = study.metric, study.cfg.budget
+    config = format_config({k: row[k] for k in study.cfg.space})
+    text = f"best: trial {row['trial']}, {key} {row[key]:.4g}"
+    if b is None:
+        return f"{text}; {config}"
+    used = study.optimizer.trials[row["trial"]].metrics.get(b.metric)
+    used_text = "-" if used is None else f"{used:.3g} s"
+    if row["over_budget"]:
+        return (f"{text}, OVER BUDGET ({b.metric} {used_text} > {b.seconds:.3g} s): no "
+                f"trial finished within the budget; {config}")
+    return f"{text}, {b.metric} {used_text} within the budget of {b.seconds:.3g} s; {config}"
+
+
+def diagnosis(study: Study) -> str:
+    """Why no trial finished, in one line, with what to change."""
+    ended = [study.optimizer.trials[tid] for tid in study.ended()]
+    if not ended:
+        return "no trial ran (check run.trials and run.wall_clock_limit)"
+    counts: dict[str, int] = {}
+    for tr in ended:
+        counts[str(tr.status)] = counts.get(str(tr.status), 0) + 1
+    parts = ", ".join(f"{n} {status}" for status, n in counts.items())
+    budget_stops = [tr for tr in ended if study.stopped_for_budget(tr.trial_id)]
+    if len(budget_stops) == len(ended):
+        fastest = min(tr.metrics.get("runtime", math.inf) for tr in ended)
+        return (f"all {len(ended)} trials were stopped past the budget "
+                f"({budget_text(study.cfg.budget)}); the fastest had run {fastest:.3g} s. Raise "
+                "budget.limit (e.g. --budget 3x) or budget.stop_margin, or run fewer trials at "
+                "once (--max-concurrent)")
+    first = next(tr.reason for tr in ended if not study.stopped_for_budget(tr.trial_id))
+    return f"{parts}; first reason: {first}"

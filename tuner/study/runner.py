@@ -1,0 +1,252 @@
+"""Runs one study: ``StudyRunner`` prepares it (a new state, or the saved one on ``--resume``),
+starts the executor it is handed (Ray: ``tuner.integrations.ray.executor``) and the tracker
+(MLflow: ``tuner.integrations.mlflow``), measures a relative budget, then runs the trials
+through the one study loop (``tuner.loop.loop.StudyLoop``) with the wall clock as the
+optimizer's clock, and reports.  The loop's rules (slots, timeouts, budget stops, the
+wall-clock limit) are the simulator's; what a study adds are the loop's callbacks
+(``callbacks``, ``tracking.LogToTracker``, ``budget.NothingFitsWarning``).
+
+A trial's outcome is its ``tuner.core.trial.Status`` (the MLflow status tag):
+
+=========  ================================================================================
+FINISHED   returned its metrics; told to the optimizer (``tell``)
+FAILED     raised, returned no objective, or lost its worker or node; ``fail``: censored
+TIMED_OUT  ran past ``run.trial_timeout`` or past the budget by ``budget.stop_margin``; ``fail``
+           with its elapsed time as run time, so it counts as the budget violation it is
+KILLED     stopped because the study hit its wall-clock limit, or killed by Ray's memory
+           monitor; ``fail``
+=========  ================================================================================
+
+Nothing is lost on a stop: the study state (optimizer state + where each trial ran + MLflow run
+id) is written once per step of the loop that started or ended a trial (``callbacks.SaveState``).
+Ctrl-C or SIGTERM cancels the running trials and leaves them RUNNING in the state; ``--resume``
+starts them again under the same trial ids (``Optimizer.started``), logs whatever finished but
+was not logged yet, and goes on.  A hard kill loses at most the results that had not been
+written yet, and those trials rerun on resume.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import threading
+import time
+from typing import Any, Callable
+
+from tuner.core.optimizer import Optimizer
+from tuner.core.persist import StateError
+from tuner.core.trial import Status
+from tuner.loop.loop import FailFast, Limits, StopOnSignal, StudyFailed, StudyLoop
+
+from .budget import NothingFitsWarning, budget_text, measure_budget, reference_config
+from .callbacks import SaveState, ShowProgress, TrialTable
+from .config import ConfigError, StudyConfig
+from .executor import Executor
+from .progress import Progress
+from .report import StudyResult, banner, finish
+from .state import STATE_VERSION, StudyStateFile
+from .study import Session, Study
+from .tracking import LogToTracker, Tracker, log_budget, study_params
+
+# Parts of the resolved config that define the study; the rest (limits, addresses) may change
+# between sessions of one study.
+IDENTITY = ("trainable", "trainable_options", "space", "objective", "budget", "optimizer")
+
+
+class StudyRunner:
+    """Runs one study (module docstring) on ``executor``, recording it with the tracker
+    ``make_tracker(cfg)`` builds; ``run()`` returns a ``StudyResult``."""
+
+    def __init__(self, cfg: StudyConfig, executor: Executor,
+                 make_tracker: Callable[[StudyConfig], Tracker], *, resume: bool = False,
+                 fresh: bool = False, progress: Progress | None = None, grace: float = 5.0,
+                 clock: Callable[[], float] = time.time):
+        self.cfg, self.executor, self.make_tracker = cfg, executor, make_tracker
+        self.state_file = StudyStateFile(cfg.directory / "state.json")
+        self.progress = progress or Progress()
+        self.clock, self.grace = clock, grace
+        self.resume, self.fresh = resume, fresh
+        self.session = Session()
+        self.study: Study | None = None
+        self.tracker: Tracker | None = None
+        self._t0 = clock()
+
+    @property
+    def state_path(self):
+        return self.state_file.path
+
+    def run(self) -> StudyResult:
+        """Start the executor, warm the workers up, measure a relative budget, then run the
+        trials; each start-up step is printed with the seconds it took."""
+        try:
+            return self._run()
+        finally:
+            if self.tracker is not None:
+                self.tracker.close()
+
+    def _run(self) -> StudyResult:
+        optimizer, restart = self._prepare()
+        if optimizer is not None:
+            self._open(optimizer).write()     # a resumed study: the table as the state has it
+        self.progress.message(banner(self.cfg, self.executor.where, restart))
+        tracking = _InThread(self._start_tracking)   # the tracker starts while the executor does
+        try:
+            self.executor.start(self.progress)
+            self.executor.warm_up(self.progress, reference_config(self.cfg))
+            if self.cfg.budget_pending:
+                self.cfg = measure_budget(self.cfg, self.executor, self.progress)
+                self._open(Optimizer(self.cfg.space, self.cfg.settings, clock=self.clock))
+                self.progress.message(f"budget: {budget_text(self.cfg.budget)}")
+            elif self.cfg.budget and self.cfg.budget.relative:
+                self.progress.message(f"budget: {budget_text(self.cfg.budget)} (measured when the "
+                                      "study started; kept on --resume)")
+            took = tracking.result()
+            self.progress.message(f"MLflow {self.cfg.mlflow.tracking_uri}, experiment "
+                                  f"'{self.cfg.experiment}': ready in {took:.1f} s (started "
+                                  "alongside Ray)")
+            log_budget(self.tracker, self.cfg)
+            self.logger = LogToTracker(self.study, self.tracker)
+            self.logger.log_unlogged()
+        except BaseException:
+            tracking.result(raise_error=False)
+            if self.tracker is not None and self.tracker.run_id is not None:
+                self.tracker.finish("FAILED")   # not left RUNNING; the next start adopts it
+            self.executor.close()
+            raise
+        status, failure = self._loop(restart)
+        self.saver.save()
+        self.logger.flush(final=True)
+        self.executor.close()
+        return finish(self.study, self.table, self.tracker, self.progress, self.saver.save,
+                      status, failure)
+
+    def _open(self, optimizer: Optimizer) -> TrialTable:
+        """The study in memory, with its state saver and trial table; returns the table."""
+        self.study = Study(self.cfg, optimizer, self.session, self.clock, self._t0)
+        self.saver = SaveState(self.study, self.state_file)
+        self.table = TrialTable(self.study, self.cfg.directory / "trials.csv")
+        return self.table
+
+    def _prepare(self) -> tuple[Optimizer | None, list[int]]:
+        """Create or reload the optimizer (None while a relative budget is not measured);
+        returns it and the trials to start again (resume)."""
+        cfg, path = self.cfg, self.state_path
+        exists = path.exists()
+        if exists and not (self.resume or self.fresh):
+            raise ConfigError(f"study '{cfg.study}' already has a state at {path}; "
+                              "pass --resume to continue it or --fresh to start it over "
+                              "(the old folder is kept under a new name)")
+        if exists and self.fresh:
+            kept = cfg.directory.with_name(f"{cfg.directory.name}.{time.strftime('%Y%m%d-%H%M%S')}")
+            shutil.move(str(cfg.directory), kept)
+            self.progress.message(f"--fresh: moved the earlier study folder to {kept}")
+            exists = False
+        cfg.directory.mkdir(parents=True, exist_ok=True)
+        if not exists:
+            if self.resume:
+                self.progress.message(f"--resume: no state at {path}; starting a new study")
+            if cfg.budget_pending:   # created once the reference run has been measured
+                return None, []
+            return Optimizer(cfg.space, cfg.settings, clock=self.clock), []
+        try:
+            version, state = self.state_file.read()
+        except StateError as exc:
+            raise ConfigError(f"--resume: {exc}") from None
+        old_budget = state["config"].get("budget") or {}
+        if cfg.budget_pending and old_budget.get("seconds") is not None:
+            # a relative budget keeps the limit measured when the study started
+            self.cfg = cfg = cfg.with_budget(old_budget["seconds"], old_budget.get("reference_seconds"))
+        new = cfg.resolved()
+        changed = [k for k in IDENTITY if json.dumps(state["config"][k], sort_keys=True, default=str)
+                   != json.dumps(new[k], sort_keys=True, default=str)]
+        if changed:
+            raise ConfigError(f"--resume: the config changed {changed} since the study started; "
+                              "only run, ray, mlflow and output may change (use --fresh or a new "
+                              "study name)")
+        optimizer = Optimizer.from_state(state["optimizer"], clock=self.clock)
+        s = state["session"]
+        where = s["where"] if version == STATE_VERSION else {   # 1: outcomes held it
+            k: {key: o[key] for key in ("node", "host") if o.get(key)} for k, o in s["outcomes"].items()}
+        self.session = Session(float(s["elapsed_before"]), float(s["busy_seconds"]),
+                               {int(k): v for k, v in where.items()}, s["run_id"])
+        return optimizer, [tr.trial_id for tr in optimizer.running]
+
+    def _start_tracking(self) -> float:
+        """Start the tracker and its parent run; returns the seconds it took.  Runs in a thread
+        beside the executor's start-up (``_run``); the budget follows in ``log_budget`` once it
+        is measured."""
+        t0 = time.perf_counter()
+        self.tracker = self.make_tracker(self.cfg)
+        self.session.run_id = self.tracker.start(study_params(self.cfg), {"study": self.cfg.study},
+                                                 resume_run_id=self.session.run_id)
+        return time.perf_counter() - t0
+
+    def _loop(self, restart: list[int]) -> tuple[str, str | None]:
+        """The trials, until the study ends, fails fast or is stopped: (status, failure)."""
+        study, progress = self.study, self.progress
+        opt, run = study.optimizer, self.cfg.run
+        study.t0 = self.clock()
+        with StopOnSignal() as stop:
+            backend = self.executor.backend(self.clock, self.grace, stop)
+            # armed only while no trial has ended (not on a resume of a study that ran)
+            fail_fast = FailFast(min(run.fail_fast, run.trials) if not study.n_ended() else 0)
+            loop = StudyLoop(opt, backend, self._limits(), metric=study.metric,
+                             callbacks=[self.saver, self.table, self.logger, fail_fast,
+                                        NothingFitsWarning(study, progress),
+                                        ShowProgress(study, progress)],
+                             should_stop=stop)
+            study.running = loop.running
+            failure = None
+            try:
+                done = loop.run(restart=[(tid, opt.trials[tid].config) for tid in restart])
+            except KeyboardInterrupt:   # a second Ctrl-C: stop at once
+                backend.abandon()
+                done = False
+            except StudyFailed as exc:
+                backend.abandon()
+                done, failure = False, str(exc)
+            backend.close()
+        if failure:
+            progress.message(f"\nstopped: {failure}")
+        elif not done:
+            progress.message(f"\ninterrupted: {len(loop.running)} running trial(s) will "
+                             f"start again with --resume (state: {self.state_path})")
+        return (Status.FINISHED if done else Status.FAILED if failure else Status.KILLED), failure
+
+    def _limits(self) -> Limits:
+        """The loop's limits: slots, trial timeout, wall-clock deadline (this session's share of
+        ``run.wall_clock_limit``), and the reasons a stopped trial is given."""
+        run, b, study = self.cfg.run, self.cfg.budget, self.study
+        limit = run.wall_clock_limit
+        budget_reason = "passed the budget by more than budget.stop_margin"
+        if b is not None and b.stop_margin is not None:
+            budget_reason = (f"passed the budget of {b.seconds:.3g} s by more than "
+                             f"budget.stop_margin = {b.stop_margin:g}")
+        return Limits(run.trials - study.n_ended(),   # the restarted ones count as starts
+                      slots=run.max_concurrent, trial_timeout=run.trial_timeout,
+                      deadline=None if limit is None else study.t0 + limit - self.session.elapsed_before,
+                      deadline_reason=f"the study reached run.wall_clock_limit = {limit} s",
+                      budget_reason=budget_reason)
+
+
+class _InThread:
+    """Call ``fn`` in a thread now; ``result()`` waits for it and returns its value (or raises
+    its exception)."""
+
+    def __init__(self, fn: Callable[[], Any]):
+        self._value: Any = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._call, args=(fn,), daemon=True)
+        self._thread.start()
+
+    def _call(self, fn: Callable[[], Any]) -> None:
+        try:
+            self._value = fn()
+        except BaseException as exc:   # handed to the caller of result()
+            self._error = exc
+
+    def result(self, raise_error: bool = True) -> Any:
+        self._thread.join()
+        if self._error is not None and raise_error:
+            raise self._error
+        return self._value

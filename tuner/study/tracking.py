@@ -1,0 +1,100 @@
+"""Where a study's trials are recorded for browsing: the ``Tracker`` interface (MLflow implements
+it: ``tuner.integrations.mlflow.writer.TrackerProcess``) and the loop callback that feeds it.
+
+The tracker hears of a trial after the state that holds its result is saved and after the freed
+slots are refilled, so logging never keeps a worker waiting; a crash in between leaves a result
+that ``LogToTracker.log_unlogged`` sends on resume.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from pathlib import Path
+from typing import Any, Iterable, Protocol
+
+from tuner.loop.loop import LoopCallback, Outcome, StudyLoop
+
+from .config import StudyConfig
+from .record import TrialRecord
+from .study import Study
+
+PROGRESS_EVERY = 1.0   # seconds between the parent run's progress metrics while the loop runs
+
+
+class Tracker(Protocol):
+    """One parent run per study, a child run per trial (README "MLflow")."""
+
+    @property
+    def run_id(self) -> str | None: ...
+    @property
+    def behind(self) -> int: ...       # calls not done yet
+    def start(self, params: dict[str, Any], tags: dict[str, str] | None = None,
+              resume_run_id: str | None = None) -> str: ...
+    def logged_trial_ids(self) -> set[int]: ...
+    def log_trial(self, record: TrialRecord) -> None: ...
+    def log_progress(self, step: int, metrics: dict[str, float]) -> None: ...
+    def log_params(self, params: dict[str, Any]) -> None: ...
+    def log_dict(self, data: dict, artifact_file: str) -> None: ...
+    def log_artifacts(self, paths: Iterable[str | Path]) -> None: ...
+    def finish(self, status: str = "FINISHED") -> int: ...   # returns the items not logged
+    def close(self) -> None: ...
+
+
+def study_params(cfg: StudyConfig) -> dict[str, Any]:
+    """The parent run's params (the budget's follow in ``budget_params`` once it is measured)."""
+    return {"trainable": cfg.trainable, "algorithm": cfg.settings.algorithm,
+            "objective": cfg.objective.metric, "mode": cfg.objective.mode,
+            "trials": cfg.run.trials, "max_concurrent": cfg.run.max_concurrent,
+            "cpus_per_trial": cfg.run.cpus_per_trial, "seed": cfg.run.seed,
+            "space": json.dumps(cfg.space), "constraint_handler": cfg.settings.constraint_handler}
+
+
+def log_budget(tracker: Tracker, cfg: StudyConfig) -> None:
+    """The budget as enforced (a relative one measured by now) and the resolved config."""
+    b = cfg.budget
+    if b is not None:
+        tracker.log_params({"budget_limit": b.seconds, "budget_spec": b.limit,
+                            "budget_reference_seconds": b.reference_seconds,
+                            "budget_metric": b.metric, "stop_margin": b.stop_margin})
+    tracker.log_dict(cfg.resolved(), "config.json")
+
+
+class LogToTracker(LoopCallback):
+    """Each ended trial to the tracker after the slots are refilled, then the study's progress
+    metrics (at most once per ``PROGRESS_EVERY`` seconds while the loop runs, and at the end)."""
+
+    def __init__(self, study: Study, tracker: Tracker):
+        self.study, self.tracker = study, tracker
+        self.to_log: list[int] = []     # ended trials waiting for the tracker
+        self.progress_logged = -math.inf
+
+    def on_end(self, outcome: Outcome) -> None:
+        self.to_log.append(outcome.trial_id)
+
+    def on_step(self, loop: StudyLoop) -> None:
+        self.flush()
+
+    def flush(self, final: bool = False) -> int:
+        """Log the trials ended since the last call and, when due, the progress metrics;
+        returns how many trials."""
+        done, self.to_log = self.to_log, []
+        for tid in done:
+            self.tracker.log_trial(self.study.record(tid))
+        now = time.monotonic()
+        if final or (done and now - self.progress_logged >= PROGRESS_EVERY):
+            self.progress_logged = now
+            snap = self.study.snapshot()
+            metrics = {"finished": snap.done, "failed": snap.failed,
+                       "over_budget": snap.violations, "utilization": snap.utilization}
+            if snap.best is not None:
+                metrics["best_so_far"] = snap.best
+            self.tracker.log_progress(self.study.n_ended(), metrics)
+        return len(done)
+
+    def log_unlogged(self) -> None:
+        """Results saved in the state but not yet logged (a crash between the two)."""
+        logged = self.tracker.logged_trial_ids()
+        self.to_log = sorted(set(self.study.ended()) - logged)
+        self.flush(final=True)
