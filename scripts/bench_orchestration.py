@@ -5,7 +5,7 @@ The same trivial trainable (sleep a random 50-500 ms, seeded) and the same optim
 the suggestion cost inside each loop) run three ways on one local Ray instance:
 
 * ``tasks``: ``ray.remote`` tasks and ``ray.wait``, a new suggestion the moment one returns
-  (what ``tuner.integrations.ray.orchestrator.StudyRunner`` does, without MLflow);
+  (what ``tuner.study.runner.StudyRunner`` on ``tuner.integrations.ray.executor.RayExecutor`` does, without MLflow);
 * ``tune``: ``tune.Tuner`` with ``TunerSearch`` and ``max_concurrent_trials`` (default settings);
 * ``tune-reuse``: the same with ``reuse_actors=True``.
 

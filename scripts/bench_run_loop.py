@@ -5,7 +5,7 @@ Every trial sleeps U(lo, hi) ms (seeded by its configuration) in a Ray task with
 
 * ``bare``: ``ray.remote`` tasks and ``ray.wait(num_returns=1)``, random configurations, no
   optimizer, no state, no MLflow: the floor;
-* ``tuner-random``: ``StudyRunner`` (the README's ``tuner run``) with ``algorithm: random``,
+* ``tuner-random``: ``study_runner`` (the README's ``tuner run``) with ``algorithm: random``,
   the study state, the trial table and MLflow (sqlite) all on;
 * ``tuner-gp``: the same with ``gp-ucb-sdf``.
 
@@ -32,9 +32,10 @@ from pathlib import Path
 import ray
 
 from csv_rows import write_csv
-from tuner.app.config import load_study
-from tuner.app.progress import Progress
-from tuner.integrations.ray.orchestrator import StudyRunner, local_ray_config
+from tuner.app.wiring import study_runner
+from tuner.integrations.ray.executor import local_ray_config
+from tuner.study.config import load_study
+from tuner.study.progress import Progress
 
 SPACE = {"x": {"type": "float", "low": 0.0, "high": 1.0},
          "y": {"type": "float", "low": 0.0, "high": 1.0}}
@@ -76,7 +77,7 @@ def run_tuner(n: int, slots: int, algorithm: str, root: Path) -> dict:
                       "mlflow": {"tracking_uri": f"sqlite:///{root}/mlflow.db"},
                       "output": str(root / "runs")})
     t0 = time.time()
-    result = StudyRunner(cfg, progress=Progress(stream=open("/dev/null", "w"))).run()
+    result = study_runner(cfg, progress=Progress(stream=open("/dev/null", "w"))).run()
     trials = result.optimizer.trials
     work = sum(tr.metrics.get("slept", 0.0) for tr in trials)
     span = max(tr.finish_time for tr in trials) - min(tr.start_time for tr in trials)

@@ -1,6 +1,9 @@
 """The layers: the optimizer core and the simulated run loop import no Ray, MLflow, torch or
-matplotlib (checked in a fresh interpreter, so no other test's imports leak in)."""
+matplotlib (checked in a fresh interpreter, so no other test's imports leak in); no package of
+``tuner`` imports one above it (core < loop < study < integrations < app), and the study imports
+neither Ray nor MLflow, not even inside a function."""
 
+import ast
 import pkgutil
 import subprocess
 import sys
@@ -10,7 +13,53 @@ import tuner.core
 import tuner.loop
 
 HEAVY = ("ray", "mlflow", "torch", "matplotlib")
-CONFIGS = Path(__file__).resolve().parents[1] / "configs"
+ROOT = Path(__file__).resolve().parents[1]
+CONFIGS = ROOT / "configs"
+# tuner's packages from the bottom up; a module may import its own package's and those below
+LAYERS = ("core", "loop", "study", "integrations", "app")
+
+
+def _imports(path: Path) -> set[str]:
+    """Every module ``path`` imports, anywhere in it (relative imports made absolute)."""
+    package = ".".join(path.relative_to(ROOT).with_suffix("").parts[:-1])
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parent = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                base = f"{parent}.{base}" if base else parent
+            out.add(base)
+            out.update(f"{base}.{a.name}" for a in node.names)
+    return out
+
+
+def _layer(module: str) -> int | None:
+    parts = module.split(".")
+    if parts[0] != "tuner" or len(parts) < 2 or parts[1] not in LAYERS:
+        return None
+    return LAYERS.index(parts[1])
+
+
+def test_no_package_imports_one_above_it():
+    wrong = []
+    for path in sorted((ROOT / "tuner").rglob("*.py")):
+        own = _layer(".".join(path.relative_to(ROOT).with_suffix("").parts))
+        if own is None:
+            continue
+        wrong += [f"{path.relative_to(ROOT)} imports {m}" for m in sorted(_imports(path))
+                  if (_layer(m) or 0) > own]
+    assert not wrong, "\n".join(wrong)
+
+
+def test_the_study_imports_neither_ray_nor_mlflow():
+    files = sorted((ROOT / "tuner" / "study").glob("*.py"))
+    assert any(p.name == "runner.py" for p in files)
+    wrong = [f"{p.relative_to(ROOT)} imports {m}" for p in files for m in sorted(_imports(p))
+             if m.split(".")[0] in ("ray", "mlflow") or m.startswith("tuner.integrations")]
+    assert not wrong, "\n".join(wrong)
 
 
 def test_core_and_simulation_import_no_heavy_package():

@@ -3,7 +3,7 @@
 ``get_trainable(name)(config, options, seed)`` trains one configuration and returns
 ``{"accuracy", "train_time", "injected_delay"}``: validation accuracy, the seconds the fit took
 (measured by the trial with ``time.perf_counter``) and the seconds of injected delay slept
-after it (paper 001's Poisson or fixed delays; 0 by default), so that the orchestrator's
+after it (paper 001's Poisson or fixed delays; 0 by default), so that the study's
 start-to-result time includes the delay while ``train_time`` does not.  Same config, options
 and seed give the same result.  Pass a different seed per trial for different training noise
 and different Poisson delays.

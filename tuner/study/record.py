@@ -1,5 +1,5 @@
-"""What the orchestrator hands the MLflow tracker per trial (no MLflow import: the driver builds
-these while MLflow itself runs in the writer process, ``writer.py``)."""
+"""What a study hands its tracker per trial (no MLflow import: the driver builds these while
+MLflow itself runs in a writer process, ``tuner.integrations.mlflow.writer``)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 
 @dataclass
 class TrialRecord:
-    """One finished (or failed, killed, timed-out) trial, as the orchestrator hands it over."""
+    """One finished (or failed, killed, timed-out) trial, as the study hands it over."""
 
     trial_id: int
     params: dict[str, Any]          # hyperparameters

@@ -1,8 +1,8 @@
 """The Ray task backend of ``tuner.loop.loop.StudyLoop``: one Ray task per trial.
 
-Trials run as plain Ray tasks (``ray.wait`` on the running set), not as Ray Tune trials: on
-this 2-core machine the task loop kept the slots far busier for short trials (README, "Why Ray
-tasks"; ``scripts/bench_orchestration.py``).
+Trials run as plain Ray tasks (``ray.wait`` on the running set), not as Ray Tune trials: the
+task loop keeps the slots far busier for short trials (measured on a 2-core machine: README,
+"Why Ray tasks"; ``scripts/bench_orchestration.py``).
 
 A stopped trial gets a KeyboardInterrupt in its worker (``ray.cancel(force=False)``), so the
 worker survives with its imports warm; only a trial that ignores it for ``grace`` seconds (stuck
