@@ -23,10 +23,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-ESTIMATES = ("ucb", "ts", "rand", "random")
-PENDING = ("censor", "ignore", "hallucinate")
-
-
 @dataclass(frozen=True)
 class Algorithm:
     name: str

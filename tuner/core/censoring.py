@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 
@@ -80,3 +80,26 @@ def pending_in_window(trial: Trial, m: float, unit: str, now: float, t: int) -> 
 def in_last_window(trial: Trial, m: float, unit: str, now: float, t: int) -> bool:
     """Among the last m queries (s in [t - m, t - 1]): the literal index set of eq. 2."""
     return trial.age(unit, now, t) <= m
+
+
+def constraint_view(c: Any, trials: Sequence[Trial], m: float, unit: str, now: float,
+                    elapsed_bound: bool) -> tuple[list[Trial], np.ndarray]:
+    """Usable observations of constraint ``c`` and the censored targets c~_{s,t} of all trials.
+
+    004 §5: c~ = c_s if the value arrived within the window m, else 0.  With ``elapsed_bound``
+    (``Settings.use_elapsed_bound`` on a run-time constraint) the product departs from it: a
+    finished or stopped trial's run time is known exactly whenever it arrives, so it is never
+    censored (censoring by delay would hide precisely the slow runs, the violations, at g = 0),
+    and a running trial whose elapsed time already exceeds the budget enters with that lower
+    bound g(elapsed) > 0 instead of 0.
+    """
+    done, y = [], np.zeros(len(trials))
+    for tr in trials:
+        value = c.observed(tr)
+        if value is not None:
+            if elapsed_bound or tr.delay(unit) <= m:
+                done.append(tr)
+                y[tr.start_index] = value
+        elif elapsed_bound:
+            y[tr.start_index] = max(c.lower_bound(tr, now), 0.0)
+    return done, y

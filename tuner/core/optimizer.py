@@ -23,17 +23,21 @@ import numpy as np
 
 from . import acquisition as acq
 from .algorithms import get_algorithm
-from .censoring import Window, in_last_window, pending_in_window, usable
+from .censoring import Window, constraint_view, usable
 from .constraints import SHIFTS, Constraint, make_handler
 from .constraints import feasible as _feasible
+from .design import StartupDesign
+from .exploration import Exploration
 from .gp import Hyperparameters, Posterior
 from .kernels import make_kernel
 from .maximize import maximize, candidate_set
-from .model import CensoredModel, soft_view
+from .model import CensoredModel
 from .persist import envelope, opened, write_json
 from .settings import PAPER_EXACT, Settings
 from .space import SearchSpace
+from .targets import normalized, reward_range
 from .trial import Status, Trial, upgrade_v1
+from .views import PosteriorView
 
 STATE_FORMAT = "tuner.optimizer"
 STATE_VERSION = 2      # 2: one status vocabulary (tuner.core.trial.Status)
@@ -88,7 +92,10 @@ class Optimizer:
             raise ValueError(f"samplers must give one function per observable constraint metric "
                              f"{need} (got {sorted(self.samplers)})")
         self._seen_constraint: set[int] = set()   # trials whose constraint values reached the handler
-        self._beta = self._make_beta()
+        self.exploration = Exploration(s, self.algorithm, self.window.unit, self.space.dim,
+                                       None if self.domain is None else len(self.domain))
+        self.design = StartupDesign(self.space.dim, self.n_initial, s.seed, self.domain)
+        self.view = PosteriorView(s, self.algorithm, self.space.dim)
         self.last_nu: float | None = None
 
     # --- public API ---------------------------------------------------------------------------
@@ -101,7 +108,7 @@ class Optimizer:
         if config is not None:
             x = self.space.encode(config)
         elif self.algorithm.estimate == "random" or t < self.n_initial:
-            x = self._initial_point(t)
+            x = self.design.point(t, self.rng)
         else:
             x = self._choose(now, t)
         x = self.space.snap(x)[0]
@@ -256,27 +263,11 @@ class Optimizer:
         return y
 
     def _constraint_view(self, j: int, m: float, now: float) -> tuple[list[Trial], np.ndarray]:
-        """Usable observations of constraint j and the censored targets c~_{s,t} of all trials.
-
-        004 §5: c~ = c_s if the value arrived within the window m, else 0.  With
-        ``use_elapsed_bound`` a run-time constraint departs from it (the product's improvement,
-        not the paper's): a finished or stopped trial's run time is known exactly whenever it
-        arrives, so it is never censored (censoring by delay would hide precisely the slow runs,
-        the violations, at g = 0), and a running trial whose elapsed time already exceeds the
-        budget enters with that lower bound g(elapsed) > 0 instead of 0.
-        """
-        c, unit = self.constraints[j], self.window.unit
-        aware = self.settings.use_elapsed_bound and c.runtime
-        done, y = [], np.zeros(len(self.trials))
-        for tr in self.trials:
-            value = c.observed(tr)
-            if value is not None:
-                if aware or tr.delay(unit) <= m:
-                    done.append(tr)
-                    y[tr.start_index] = value
-            elif aware:
-                y[tr.start_index] = max(c.lower_bound(tr, now), 0.0)
-        return done, y
+        """Usable observations of constraint j and the censored targets of all trials
+        (``censoring.constraint_view``)."""
+        c = self.constraints[j]
+        return constraint_view(c, self.trials, m, self.window.unit, now,
+                               self.settings.use_elapsed_bound and c.runtime)
 
     def _choose(self, now: float, t: int) -> np.ndarray:
         s, algo = self.settings, self.algorithm
@@ -340,56 +331,9 @@ class Optimizer:
 
     def _fit_and_view(self, model: CensoredModel, done: list[Trial], y_all: np.ndarray,
                       targets: Callable[[list[Trial]], np.ndarray], refit: bool = True) -> Posterior:
-        """Refit if due, then the posterior the algorithm's pending-trial rule asks for.
-
-        With ``sliding_window`` W (RPOL-SWUCB, 004 §6 / App. D) only the last W started trials
-        inform the posterior; the hyperparameters are still fit on every usable result, and the
-        variation-budget terms Gamma_t (which need the unknown path length P_T) are 0.
-        """
-        s = self.settings
-        offset = 0.0
-        if s.prior_mean == "mean" and model is self.objective and done:
-            offset = float(np.mean(targets(done)))
-            y_all, plain = y_all - offset, targets
-            targets = lambda trs: plain(trs) - offset
-        post = self._view(model, done, y_all, targets, refit)
-        post.offset = offset
-        return post
-
-    def _view(self, model: CensoredModel, done: list[Trial], y_all: np.ndarray,
-              targets: Callable[[list[Trial]], np.ndarray], refit: bool) -> Posterior:
-        s = self.settings
-        model.sync(done)
-        if refit and self.algorithm.estimate != "random":
-            model.maybe_refit(done, targets(done), s.refit_every, s.fit_max_points,
-                              s.fit_restarts, self.rng, s.refit_dense_until, s.lengthscale_prior)
-        soft = s.censoring == "soft" and self.algorithm.pending == "censor"
-        if s.sliding_window:
-            recent = self.trials[-int(s.sliding_window):]
-            first = recent[0].start_index if recent else 0
-            kept = [tr for tr in done if tr.start_index >= first]
-            if soft:
-                return self._soft(model.fresh(self._X(kept)), targets(kept), kept, recent, y_all)
-            return model.recent(self.algorithm.pending, self._X(recent), y_all[first:],
-                                self._X(kept), targets(kept))
-        by_id = self._by_id
-        y_done = targets([by_id[i] for i in model.done_ids])
-        if soft:
-            return self._soft(model.gp_done, y_done, [by_id[i] for i in model.done_ids],
-                              self.trials, y_all)
-        return model.posterior(self.algorithm.pending, y_all, y_done)
-
-    def _X(self, trials: list[Trial]) -> np.ndarray:
-        return np.array([tr.x for tr in trials]).reshape(len(trials), self.space.dim)
-
-    def _soft(self, gp, y_done: np.ndarray, done: list[Trial], trials: list[Trial],
-              y_all: np.ndarray) -> Posterior:
-        """Soft censoring: every trial of ``trials`` not in ``done`` enters with its censored
-        target y_all[s] at noise ``censor_noise`` x amplitude (a deviation from eq. 1)."""
-        ids = {tr.trial_id for tr in done}
-        cens = [tr for tr in trials if tr.trial_id not in ids]
-        yc = y_all[[tr.start_index for tr in cens]] if cens else np.zeros(0)
-        return soft_view(gp, y_done, self._X(cens), yc, self.settings.censor_noise)
+        """Refit if due, then the posterior the algorithm's pending-trial rule asks for."""
+        return self.view(model, self.trials, self._by_id, done, y_all, targets, self.rng,
+                         refit=refit, prior_mean=model is self.objective)
 
     def _estimate(self, post: Posterior, nu: float, C: np.ndarray,
                   optimistic: float) -> Callable[[np.ndarray], np.ndarray]:
@@ -412,55 +356,20 @@ class Optimizer:
         self.handler.start_round(t, arrived)
 
     def _reward_range(self) -> tuple[float, float]:
-        """[lo, hi] of sign * objective that the GP's targets map to [0, 1] (001 footnote 6):
-        ``objective_bounds`` if known, else the observed range (001 §3.3's proxy)."""
-        sign = 1.0 if self.settings.mode == "max" else -1.0
-        if self.settings.objective_bounds is not None:
-            lo, hi = sorted(sign * np.asarray(self.settings.objective_bounds, dtype=float))
-            return float(lo), float(hi)
-        seen = [sign * tr.value for tr in self.trials if tr.status == Status.FINISHED]
-        lo = min(seen) if seen else 0.0
-        hi = max(seen) if seen else 1.0
-        return float(lo), float(hi if hi > lo else lo + 1.0)
+        return reward_range(self.settings.mode, self.settings.objective_bounds, self.trials)
 
     def _f_bound(self) -> float:
         """B, the bound on |f| that the handlers clip to (003 Alg. 1)."""
         return float(max(abs(v) for v in self._reward_range()))
 
     def _targets(self, trials: list[Trial]) -> np.ndarray:
-        """Objective mapped to [0, 1] with the known minimum at 0 (001 footnote 6), as maximization."""
-        vals = np.array([tr.value for tr in trials], dtype=float)
-        sign = 1.0 if self.settings.mode == "max" else -1.0
-        lo, hi = self._reward_range()
-        return np.clip((sign * vals - lo) / (hi - lo), 0.0, 1.0)
+        return normalized(trials, self.settings.mode, *self._reward_range())
 
     def _beta_t(self, t: int) -> float:
-        gp = self.objective.gp_all
-        info_gain = 0.5 * (gp.log_det() - gp.n * math.log(gp.hyper.noise))
-        return self._beta(t + 1, info_gain)     # query t (0-based) is the paper's round t + 1
+        return self.exploration.beta_t(self.objective.gp_all, t)
 
     def _nu(self, post: Posterior, m: float, now: float, t: int, beta: float, bound: float) -> float:
-        """nu_t = beta_t + bound * sum of sigma over pending trials in the window (001 eq. 2; v_t^f,
-        v_t^g of 004 §5 with bound B_r, B_c); the baselines use beta_t alone."""
-        if not self.algorithm.delay_bonus:
-            return beta
-        unit = self.window.unit
-        if self.settings.nu_terms == "pending":
-            terms = [tr for tr in self.trials if pending_in_window(tr, m, unit, now, t)]
-        else:
-            terms = [tr for tr in self.trials if in_last_window(tr, m, unit, now, t)]
-        if not terms:
-            return beta
-        sigma = post.std(np.vstack([tr.x for tr in terms]))
-        return acq.exploration_weight(beta, sigma, bound * self._lambda(post) ** -self.settings.delay_lambda_power)
-
-    def _lambda(self, post: Posterior) -> float:
-        """lambda of 001's analysis (kernel scaled to k(x, x) = 1) for the censored entries:
-        ``censor_noise`` (soft) or the fitted noise / amplitude (hard)."""
-        if self.settings.censoring == "soft":
-            return float(self.settings.censor_noise)
-        hyper = post.var_gp.hyper
-        return float(hyper.noise / hyper.amplitude)
+        return self.exploration.nu(post, self.trials, m, now, t, beta, bound)
 
     def _incumbents(self, done: list[Trial], k: int = 5) -> np.ndarray | None:
         if not done:
@@ -468,33 +377,11 @@ class Optimizer:
         order = np.argsort(-self._targets(done))[:k]
         return np.vstack([done[i].x for i in order])
 
-    def _initial_point(self, t: int) -> np.ndarray:
-        if self.domain is not None:
-            return self.domain[self.rng.integers(len(self.domain))]
-        n = max(1, self.n_initial)
-        if t < n:
-            from scipy.stats import qmc   # scipy.stats costs 0.7 s to import: only on first use
-            pts = qmc.Sobol(self.space.dim, scramble=True, seed=self.settings.seed).random(
-                2 ** int(np.ceil(np.log2(n))))
-            return pts[t]
-        return self.rng.random(self.space.dim)
-
     @property
     def n_initial(self) -> int:
         """Size of the start-up design (``"auto"``: two points per dimension)."""
         n = self.settings.n_initial
         return 2 * self.space.dim if n == "auto" else int(n)
-
-    def _make_beta(self) -> Callable[[int, float], float]:
-        s = self.settings
-        if s.beta_schedule == "constant":
-            return acq.beta_constant(s.beta)
-        if s.beta_schedule == "srinivas-finite":
-            size = len(self.domain) if self.domain is not None else 1000 ** self.space.dim
-            return acq.beta_srinivas_finite(size, s.delta)
-        if s.beta_schedule == "srinivas-continuous":
-            return acq.beta_srinivas_continuous(self.space.dim, s.delta)
-        return acq.beta_sdf(b_y=s.b_y, delta=s.delta)
 
     def _running(self, trial_id: int) -> Trial:
         if trial_id not in self._by_id:

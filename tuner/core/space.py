@@ -234,10 +234,6 @@ class SearchSpace:
     def names(self) -> list[str]:
         return list(self.params)
 
-    @property
-    def is_continuous(self) -> bool:
-        return all(isinstance(p, Float) and p.q is None for p in self.params.values())
-
     def encode(self, config: Mapping[str, Any]) -> np.ndarray:
         missing = [k for k in self.params if k not in config]
         if missing:

@@ -109,11 +109,6 @@ class SimulationResult:
                 out[t] = self.f_opt - self.f_true[done].max()
         return out
 
-    def cumulative_regret(self) -> np.ndarray:
-        if self.f_opt is None:
-            raise ValueError("cumulative regret needs f_opt")
-        return np.cumsum(self.f_opt - self.f_true)
-
 
 class SimulatedBackend:
     """Trials on a simulated clock: a trial's result (``objective(config)`` plus noise) arrives

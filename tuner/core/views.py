@@ -1,0 +1,77 @@
+"""The posterior one suggestion uses for one model (the objective or a constraint): a refit if
+one is due, then the view the algorithm's rule for pending trials asks for (censored, ignored or
+hallucinated, 001 §6), with hard or soft censoring, over every trial or the last W
+(RPOL-SWUCB's sliding window, 004 §6), and an optional constant prior mean."""
+
+from __future__ import annotations
+
+from typing import Callable, Mapping, Sequence
+
+import numpy as np
+
+from .algorithms import Algorithm
+from .gp import Posterior
+from .model import CensoredModel, soft_view
+from .settings import Settings
+from .trial import Trial
+
+Targets = Callable[[list[Trial]], np.ndarray]
+
+
+class PosteriorView:
+    def __init__(self, settings: Settings, algorithm: Algorithm, dim: int):
+        self.settings, self.algorithm, self.dim = settings, algorithm, dim
+
+    def __call__(self, model: CensoredModel, trials: Sequence[Trial], by_id: Mapping[int, Trial],
+                 done: list[Trial], y_all: np.ndarray, targets: Targets, rng: np.random.Generator,
+                 refit: bool = True, prior_mean: bool = False) -> Posterior:
+        """Refit if due, then the posterior (``prior_mean``: the objective, whose targets are
+        centred on their mean when ``Settings.prior_mean`` is "mean").
+
+        With ``sliding_window`` W (RPOL-SWUCB, 004 §6 / App. D) only the last W started trials
+        inform the posterior; the hyperparameters are still fit on every usable result, and the
+        variation-budget terms Gamma_t (which need the unknown path length P_T) are 0.
+        """
+        offset = 0.0
+        if prior_mean and self.settings.prior_mean == "mean" and done:
+            offset = float(np.mean(targets(done)))
+            y_all, plain = y_all - offset, targets
+            targets = lambda trs: plain(trs) - offset  # noqa: E731
+        post = self._view(model, trials, by_id, done, y_all, targets, rng, refit)
+        post.offset = offset
+        return post
+
+    def _view(self, model: CensoredModel, trials: Sequence[Trial], by_id: Mapping[int, Trial],
+              done: list[Trial], y_all: np.ndarray, targets: Targets, rng: np.random.Generator,
+              refit: bool) -> Posterior:
+        s = self.settings
+        model.sync(done)
+        if refit and self.algorithm.estimate != "random":
+            model.maybe_refit(done, targets(done), s.refit_every, s.fit_max_points,
+                              s.fit_restarts, rng, s.refit_dense_until, s.lengthscale_prior)
+        soft = s.censoring == "soft" and self.algorithm.pending == "censor"
+        if s.sliding_window:
+            recent = list(trials[-int(s.sliding_window):])
+            first = recent[0].start_index if recent else 0
+            kept = [tr for tr in done if tr.start_index >= first]
+            if soft:
+                return self._soft(model.fresh(self.X(kept)), targets(kept), kept, recent, y_all)
+            return model.recent(self.algorithm.pending, self.X(recent), y_all[first:],
+                                self.X(kept), targets(kept))
+        y_done = targets([by_id[i] for i in model.done_ids])
+        if soft:
+            return self._soft(model.gp_done, y_done, [by_id[i] for i in model.done_ids],
+                              trials, y_all)
+        return model.posterior(self.algorithm.pending, y_all, y_done)
+
+    def X(self, trials: Sequence[Trial]) -> np.ndarray:
+        return np.array([tr.x for tr in trials]).reshape(len(trials), self.dim)
+
+    def _soft(self, gp, y_done: np.ndarray, done: list[Trial], trials: Sequence[Trial],
+              y_all: np.ndarray) -> Posterior:
+        """Soft censoring: every trial of ``trials`` not in ``done`` enters with its censored
+        target y_all[s] at noise ``censor_noise`` x amplitude (a deviation from eq. 1)."""
+        ids = {tr.trial_id for tr in done}
+        cens = [tr for tr in trials if tr.trial_id not in ids]
+        yc = y_all[[tr.start_index for tr in cens]] if cens else np.zeros(0)
+        return soft_view(gp, y_done, self.X(cens), yc, self.settings.censor_noise)
