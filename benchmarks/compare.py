@@ -13,10 +13,7 @@ Rows are appended to ``runs.csv`` as runs finish, so an interrupted run resumes.
 
 from __future__ import annotations
 
-import os
-
-for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")     # one thread per process: the machine is shared
+import benchmarks.threads  # noqa: F401,E402  (before numpy: one BLAS thread per process)
 
 import argparse  # noqa: E402
 import csv  # noqa: E402
@@ -27,6 +24,7 @@ import warnings  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any, Iterable, Sequence  # noqa: E402
 
+from tuner.core.persist import append_row  # noqa: E402
 from tuner.loop.simulator import RunTime, simulate  # noqa: E402
 
 from .metrics import run_metrics  # noqa: E402
@@ -118,22 +116,16 @@ def run_all(jobs: list[tuple[str, int, str, int]], path: Path, deadline: float |
     no run starts after it); returns the seconds spent."""
     done = {tuple(r[k] for k in KEY) for r in read_rows(path)}
     todo = [j for j in jobs if tuple(str(v) for v in j) not in done]
-    new = not path.exists()
     t0 = time.perf_counter()
-    with path.open("a", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=COLUMNS)
-        if new:
-            writer.writeheader()
-        for i, job in enumerate(todo, 1):
-            if deadline is not None and time.time() > deadline:
-                print(f"deadline reached: {len(todo) - i + 1} runs not started", flush=True)
-                break
-            row = one_run(*job)
-            writer.writerow({k: row[k] for k in COLUMNS})
-            fh.flush()
-            print(f"[{time.perf_counter() - t0:7.0f}s] {i}/{len(todo)} {job[0]} W={job[1]} "
-                  f"{job[2]} seed {job[3]}: {row['trials']} trials, best {row['best_1']:.4g}, "
-                  f"{row['run_seconds']:.1f}s", flush=True)
+    for i, job in enumerate(todo, 1):
+        if deadline is not None and time.time() > deadline:
+            print(f"deadline reached: {len(todo) - i + 1} runs not started", flush=True)
+            break
+        row = one_run(*job)
+        append_row(path, {k: row[k] for k in COLUMNS})
+        print(f"[{time.perf_counter() - t0:7.0f}s] {i}/{len(todo)} {job[0]} W={job[1]} "
+              f"{job[2]} seed {job[3]}: {row['trials']} trials, best {row['best_1']:.4g}, "
+              f"{row['run_seconds']:.1f}s", flush=True)
     return time.perf_counter() - t0
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any, Iterable
 
 import numpy as np
@@ -10,6 +11,14 @@ import numpy as np
 from tuner.loop.simulator import SimulationResult
 
 from .problems import Problem
+
+def mean_se(R: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and standard error over runs (axis 0); a run with no value yet (nan) is left out."""
+    k = np.sum(np.isfinite(R), 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)     # columns with no result at all
+        return np.nanmean(R, 0), np.nanstd(R, 0) / np.sqrt(np.maximum(k, 1))
+
 
 GRID_POINTS = 41          # best-feasible curve on 0, H/40, ..., H
 FRACTIONS = (0.25, 0.5, 1.0)

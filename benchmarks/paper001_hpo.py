@@ -27,10 +27,7 @@ Protocol (the conventions of ``scripts/reproduce_bosdf_synthetic.py``):
 
 from __future__ import annotations
 
-import os
-
-for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")    # one BLAS thread per process: the pool uses the cores
+import benchmarks.threads  # noqa: F401,E402  (before numpy: one BLAS thread per process)
 
 import argparse  # noqa: E402
 import csv  # noqa: E402
@@ -47,6 +44,7 @@ from tuner import PAPER_EXACT, Optimizer, Settings  # noqa: E402
 from tuner.loop.simulator import simulate  # noqa: E402
 
 from .lookup import NAMES, load_table  # noqa: E402
+from .metrics import mean_se  # noqa: E402
 
 SDF = ("gp-ucb-sdf", "gp-ts-sdf")
 GROUPS: dict[str, tuple[str, ...]] = {"ucb": ("gp-ucb-sdf", "gp-ucb", "gp-bucb"),
@@ -97,14 +95,6 @@ def _job(args: tuple) -> tuple:
     t0 = time.perf_counter()
     regret, distinct = run(*key, seed, T)
     return key, seed, regret, distinct, time.perf_counter() - t0
-
-
-def mean_se(R: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Mean and standard error over runs; runs with nothing completed yet (nan) are left out."""
-    k = np.sum(np.isfinite(R), 0)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)     # columns with no result at all
-        return np.nanmean(R, 0), np.nanstd(R, 0) / np.sqrt(np.maximum(k, 1))
 
 
 def main(argv: list[str] | None = None) -> None:

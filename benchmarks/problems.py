@@ -18,7 +18,8 @@ from typing import Any, Callable, Mapping
 import numpy as np
 from scipy.stats import qmc
 
-from tuner.loop.problems import BudgetedTraining, SinConstrained
+from tuner.loop.problems import (ACKLEY5, BRANIN, GARDNER, HARTMANN3, HARTMANN6, LEVY5,
+                                 BudgetedTraining, SinConstrained, TestFunction)
 from tuner.core.space import SearchSpace
 
 Config = Mapping[str, Any]
@@ -40,6 +41,8 @@ class Problem:
     constraint: dict[str, Any] | None = None     # tuner.Settings.constraints entry
     g: Callable[[Config], float] | None = None   # noise-free g (<= 0 feasible), black-box only
     note: str = ""
+    bounds: tuple[float, float] | None = None    # known [min, max] of f, if any
+    size: Callable[[Config], float] | None = None   # how "big" a configuration is, in [0, 1]
 
     @property
     def budget(self) -> float | None:
@@ -121,73 +124,6 @@ def unit_runtime(space: dict[str, dict[str, Any]], ratio: float = 5.0,
     return mean
 
 
-def _box(d: int, lo: float, hi: float) -> dict[str, dict[str, Any]]:
-    return {f"x{i}": {"type": "float", "low": lo, "high": hi} for i in range(d)}
-
-
-def _vec(c: Config, d: int) -> np.ndarray:
-    return np.array([float(c[f"x{i}"]) for i in range(d)])
-
-
-# --- synthetic functions (maximized) ----------------------------------------------------------
-
-def branin(c: Config) -> float:
-    x1, x2 = float(c["x0"]), float(c["x1"])
-    b, cc, t = 5.1 / (4 * math.pi ** 2), 5 / math.pi, 1 / (8 * math.pi)
-    return -((x2 - b * x1 ** 2 + cc * x1 - 6) ** 2 + 10 * (1 - t) * math.cos(x1) + 10)
-
-
-_H3_A = np.array([[3.0, 10, 30], [0.1, 10, 35], [3.0, 10, 30], [0.1, 10, 35]])
-_H3_P = 1e-4 * np.array([[3689, 1170, 2673], [4699, 4387, 7470], [1091, 8732, 5547], [381, 5743, 8828]])
-_H6_A = np.array([[10, 3, 17, 3.5, 1.7, 8], [0.05, 10, 17, 0.1, 8, 14],
-                  [3, 3.5, 1.7, 10, 17, 8], [17, 8, 0.05, 10, 0.1, 14]])
-_H6_P = 1e-4 * np.array([[1312, 1696, 5569, 124, 8283, 5886], [2329, 4135, 8307, 3736, 1004, 9991],
-                         [2348, 1451, 3522, 2883, 3047, 6650], [4047, 8828, 8732, 5743, 1091, 381]])
-_H_ALPHA = np.array([1.0, 1.2, 3.0, 3.2])
-
-
-def hartmann3(c: Config) -> float:
-    x = _vec(c, 3)
-    return float(_H_ALPHA @ np.exp(-np.sum(_H3_A * (x - _H3_P) ** 2, axis=1)))
-
-
-def hartmann6(c: Config) -> float:
-    x = _vec(c, 6)
-    return float(_H_ALPHA @ np.exp(-np.sum(_H6_A * (x - _H6_P) ** 2, axis=1)))
-
-
-def ackley5(c: Config) -> float:
-    x = _vec(c, 5)
-    a = -20 * math.exp(-0.2 * math.sqrt(np.mean(x ** 2))) - math.exp(np.mean(np.cos(2 * math.pi * x)))
-    return -(a + 20 + math.e)
-
-
-def levy5(c: Config) -> float:
-    w = 1 + (_vec(c, 5) - 1) / 4
-    v = (math.sin(math.pi * w[0]) ** 2
-         + np.sum((w[:-1] - 1) ** 2 * (1 + 10 * np.sin(math.pi * w[:-1] + 1) ** 2))
-         + (w[-1] - 1) ** 2 * (1 + math.sin(2 * math.pi * w[-1]) ** 2))
-    return -float(v)
-
-
-def gardner(c: Config) -> float:
-    """Gardner et al. (2014) §5.1: minimize cos(2 x1) cos(x2) + sin(x1) on [0, 6]^2."""
-    x1, x2 = float(c["x0"]), float(c["x1"])
-    return -(math.cos(2 * x1) * math.cos(x2) + math.sin(x1))
-
-
-def gardner_g(c: Config) -> float:
-    """... subject to cos(x1) cos(x2) - sin(x1) sin(x2) <= 0.5 (i.e. cos(x1 + x2) <= 0.5)."""
-    x1, x2 = float(c["x0"]), float(c["x1"])
-    return math.cos(x1) * math.cos(x2) - math.sin(x1) * math.sin(x2) - 0.5
-
-
-def _gardner_opt(n: int = 3001) -> float:
-    x1, x2 = np.meshgrid(np.linspace(0, 6, n), np.linspace(0, 6, n))
-    f = -(np.cos(2 * x1) * np.cos(x2) + np.sin(x1))
-    return float(f[np.cos(x1 + x2) <= 0.5].max())
-
-
 # --- an HPO-like mixed space --------------------------------------------------------------------
 
 HPO_SPACE = {"lr": {"type": "float", "low": 1e-5, "high": 1.0, "log": True},
@@ -242,10 +178,12 @@ def _training_opt(limit: float) -> float:
     return float(max(_TRAINING({"width": int(x), "lr": 10 ** -2.5, "dropout": 0.2}) for x in w[ok]))
 
 
-def _synthetic(name: str, space: dict, f: Callable[[Config], float], f_opt: float,
-               noise: float = 0.0, rounds: float = 8.0, note: str = "") -> Callable[[], Problem]:
-    return lambda: Problem(name, space, f, f_opt, unit_runtime(space), rounds=rounds,
-                           noise_std=noise, note=note)
+def _synthetic(name: str, fn: TestFunction, noise: float = 0.0, rounds: float = 8.0,
+               note: str = "") -> Callable[[], Problem]:
+    """A test function on its box (coordinates x0, x1, ...), unit run times."""
+    space = fn.space()
+    return lambda: Problem(name, space, fn.of_config(), fn.optimum, unit_runtime(space),
+                           rounds=rounds, noise_std=noise, note=note)
 
 
 def _hpo(budget: bool) -> Problem:
@@ -266,9 +204,10 @@ def _training() -> Problem:
 
 
 def _gardner() -> Problem:
-    sp = _box(2, 0.0, 6.0)
-    return Problem("gardner", sp, gardner, _gardner_opt(), unit_runtime(sp),
-                   constraint={"metric": "g", "limit": 0.0, "type": "upper"}, g=gardner_g,
+    sp = GARDNER.space()
+    return Problem("gardner", sp, GARDNER.of_config(), GARDNER.optimum, unit_runtime(sp),
+                   constraint={"metric": "g", "limit": 0.0, "type": "upper"},
+                   g=lambda c: GARDNER.g([c["x0"], c["x1"]]),
                    note="black-box constraint cos(x1 + x2) <= 0.5 (Gardner et al. 2014)")
 
 
@@ -296,18 +235,13 @@ def _lookup(name: str) -> Problem:
 
 
 PROBLEMS: dict[str, Callable[[], Problem]] = {
-    "branin": _synthetic("branin", {"x0": {"type": "float", "low": -5.0, "high": 10.0},
-                                    "x1": {"type": "float", "low": 0.0, "high": 15.0}},
-                         branin, -0.397887),
-    "hartmann3": _synthetic("hartmann3", _box(3, 0.0, 1.0), hartmann3, 3.86278),
-    "hartmann6": _synthetic("hartmann6", _box(6, 0.0, 1.0), hartmann6, 3.32237),
-    "ackley5": _synthetic("ackley5", _box(5, -5.0, 10.0), ackley5, 0.0),
-    "levy5": _synthetic("levy5", _box(5, -10.0, 10.0), levy5, 0.0),
-    "branin-noisy": _synthetic("branin-noisy", {"x0": {"type": "float", "low": -5.0, "high": 10.0},
-                                                "x1": {"type": "float", "low": 0.0, "high": 15.0}},
-                               branin, -0.397887, noise=2.0, note="noise N(0, 2^2)"),
-    "hartmann6-noisy": _synthetic("hartmann6-noisy", _box(6, 0.0, 1.0), hartmann6, 3.32237,
-                                  noise=0.1, note="noise N(0, 0.1^2)"),
+    "branin": _synthetic("branin", BRANIN),
+    "hartmann3": _synthetic("hartmann3", HARTMANN3),
+    "hartmann6": _synthetic("hartmann6", HARTMANN6),
+    "ackley5": _synthetic("ackley5", ACKLEY5),
+    "levy5": _synthetic("levy5", LEVY5),
+    "branin-noisy": _synthetic("branin-noisy", BRANIN, noise=2.0, note="noise N(0, 2^2)"),
+    "hartmann6-noisy": _synthetic("hartmann6-noisy", HARTMANN6, noise=0.1, note="noise N(0, 0.1^2)"),
     "hpo-mixed": lambda: _hpo(False),
     "hpo-mixed-budget": lambda: _hpo(True),
     "budgeted-training": _training,

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 
-from csv_rows import write_csv  # noqa: E402
+from tuner.core.persist import write_table  # noqa: E402
 from tuner import PAPER_EXACT, Optimizer, Settings  # noqa: E402
 
 
@@ -157,7 +157,7 @@ def main() -> None:
                   f"load {row['load_1min']:.1f}", flush=True)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    write_csv(rows, out / "latency.csv")
+    write_table(out / "latency.csv", rows)
 
     def f(v: float, fmt: str = ".1f") -> str:
         return "skipped" if v != v else format(v, fmt)

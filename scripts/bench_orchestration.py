@@ -27,7 +27,7 @@ from pathlib import Path
 import ray  # noqa: E402
 from ray import tune  # noqa: E402
 
-from csv_rows import write_csv  # noqa: E402
+from tuner.core.persist import write_table  # noqa: E402
 from tuner import Optimizer  # noqa: E402
 from tuner.integrations.ray.tune_search import TunerSearch  # noqa: E402
 
@@ -111,7 +111,7 @@ def main() -> None:
                       f"{100 * row['utilization']:5.1f}%  overhead {row['overhead_ms_per_trial']:7.1f} "
                       f"ms/trial  span {row['span_s']:.1f}s  total {row['total_s']:.1f}s", flush=True)
     ray.shutdown()
-    write_csv(rows, out / "results.csv")
+    write_table(out / "results.csv", rows)
     lines = [f"{args.trials} trials sleeping U(50, 500) ms each; utilization = sleep / (slots x span).",
              "", "| slots | algorithm | way | utilization | overhead per trial | ratio to tasks |",
              "|---|---|---|---|---|---|"]

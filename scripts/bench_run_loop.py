@@ -31,7 +31,7 @@ from pathlib import Path
 
 import ray
 
-from csv_rows import write_csv
+from tuner.core.persist import write_table
 from tuner.app.wiring import study_runner
 from tuner.integrations.ray.executor import local_ray_config
 from tuner.study.config import load_study
@@ -130,7 +130,7 @@ def main() -> None:
     if args.out:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
-        write_csv(rows, out / "runs.csv")
+        write_table(out / "runs.csv", rows)
         (out / "summary.md").write_text(
             f"# `tuner run` against a bare Ray-task loop ({args.trials} trials of "
             f"{1e3 * LOW:.0f}-{1e3 * HIGH:.0f} ms)\n\nCommand: `python scripts/bench_run_loop.py "

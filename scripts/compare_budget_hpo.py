@@ -54,7 +54,7 @@ import time
 from pathlib import Path
 
 from constraint_common import markdown_table, plot_panels, run_pool
-from csv_rows import write_csv
+from tuner.core.persist import write_table
 
 import numpy as np  # noqa: E402
 
@@ -173,7 +173,7 @@ def main() -> None:
                  ("worker-seconds on over-budget runs", {m: over[m] for m in shown})],
                 f"budgeted HPO: {WORKERS} workers, budget {LIMIT:g} s ({args.runs} runs, mean and 25-75 %)",
                 out / "budget_hpo.png", x=grid, xlabel="simulated wall clock (s)")
-    write_csv(rows, out / "budget_hpo_summary.csv")
+    write_table(out / "budget_hpo_summary.csv", rows)
     seconds = [r[6] for r in results]
     md.append(f"\nseconds per run: mean {np.mean(seconds):.1f}, max {np.max(seconds):.1f}")
     (out / "budget_hpo_summary.md").write_text("\n".join(md) + "\n")

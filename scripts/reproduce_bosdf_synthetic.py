@@ -33,16 +33,12 @@ How the paper's protocol is mapped onto ``tuner.loop.simulator`` (see docs/resul
 
 from __future__ import annotations
 
-import os
-
-for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")    # one BLAS thread per process: the pool uses the cores
+import benchmarks.threads  # noqa: F401,E402  (before numpy: one BLAS thread per process)
 
 import argparse  # noqa: E402
 import json  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
-import warnings  # noqa: E402
 from concurrent.futures import ProcessPoolExecutor  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any, Mapping  # noqa: E402
@@ -50,7 +46,8 @@ from typing import Any, Mapping  # noqa: E402
 import numpy as np  # noqa: E402
 
 
-from csv_rows import write_csv  # noqa: E402
+from benchmarks.metrics import mean_se  # noqa: E402
+from tuner.core.persist import write_table  # noqa: E402
 from tuner import PAPER_EXACT, Optimizer, Settings  # noqa: E402
 from tuner.loop.problems import gp_sample_1d  # noqa: E402
 from tuner.loop.simulator import simulate  # noqa: E402
@@ -187,14 +184,6 @@ def cache_file(cache: Path | None, key: tuple, run: int, args: argparse.Namespac
     return cache / f"{'_'.join(map(str, key))}_T{args.T}_noise{args.noise}_run{run}.npz"
 
 
-def mean_se(R: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Mean and standard error over runs; a run with nothing converted yet (nan) is left out."""
-    k = np.sum(np.isfinite(R), 0)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)     # columns with no result at all
-        return np.nanmean(R, 0), np.nanstd(R, 0) / np.sqrt(np.maximum(k, 1))
-
-
 def write_tables(curves: dict, settings: list, args: argparse.Namespace, out: Path,
                  median_run_s: float, total_s: float) -> None:
     marks = [t for t in (25, 50, 100, 150, 200, 300, 500) if t <= args.T]
@@ -209,7 +198,7 @@ def write_tables(curves: dict, settings: list, args: argparse.Namespace, out: Pa
                              "T": t, "runs": args.runs, "regret_mean": mp[t - 1], "regret_se": sp[t - 1],
                              "regret_arrived_mean": ma[t - 1], "regret_arrived_se": sa[t - 1],
                              "runs_with_result": int(np.sum(np.isfinite(paper[:, t - 1])))})
-    write_csv(rows, out / "results.csv")
+    write_table(out / "results.csv", rows)
 
     def cell(mean: float, se: float, k: int) -> str:
         if not np.isfinite(mean):

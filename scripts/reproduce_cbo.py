@@ -25,7 +25,7 @@ from pathlib import Path
 
 from constraint_common import (average_curves, markdown_table, pivot, plot_panels, run_pool,
                                summarize)
-from csv_rows import write_csv
+from tuner.core.persist import write_table
 
 import numpy as np  # noqa: E402
 
@@ -85,7 +85,7 @@ def main() -> None:
             rows += [{"case": case, "metric": k, **r} for r in summary]
             md += [f"\n## {case}: {k}\n", markdown_table(pivot(summary, k, marks),
                                                           ["method"] + [f"t={t}" for t in marks])]
-    write_csv(rows, out / "cbo_summary.csv")
+    write_table(out / "cbo_summary.csv", rows)
     seconds = [r[4] for r in results]
     md.append(f"\nseconds per run: mean {np.mean(seconds):.1f}, max {np.max(seconds):.1f}")
     (out / "cbo_summary.md").write_text("\n".join(md) + "\n")

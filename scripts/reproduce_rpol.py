@@ -36,7 +36,7 @@ from pathlib import Path
 
 from constraint_common import (average_curves, markdown_table, pivot, plot_panels, run_pool,
                                summarize)
-from csv_rows import write_csv
+from tuner.core.persist import write_table
 
 import numpy as np  # noqa: E402  (constraint_common sets the BLAS threads first)
 
@@ -131,7 +131,7 @@ def main() -> None:
         md += [f"\n{fig}: best feasible f among the chosen x_t (f* = {SinConstrained().f_opt:.4f})\n",
                markdown_table(best, ["method", "best feasible f", "runs without a feasible x"]),
                f"\nseconds per run: mean {np.mean(seconds):.1f}, max {np.max(seconds):.1f}\n"]
-        write_csv(rows, out / f"rpol_{fig}.csv")
+        write_table(out / f"rpol_{fig}.csv", rows)
         (out / f"rpol_{fig}.md").write_text("\n".join(md) + "\n")
         print("\n".join(md))
     (out / "rpol_config.json").write_text(json.dumps({"runs": args.runs, "T": args.T,

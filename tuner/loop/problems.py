@@ -1,9 +1,18 @@
-"""Synthetic objectives for simulations and the paper reproductions."""
+"""Test problems for simulations, the benchmark harness and the paper reproductions: one home.
+
+* ``TestFunction`` and its instances: the classic synthetic functions on a box (Branin,
+  Hartmann-3/-6, Ackley, Levy, Gardner's), as maximizations;
+* the papers' own problems: a GP sample on a 1-D grid (001 §6.1), the sin-constrained problem
+  (004 §7), RKHS functions with a constraint (003 App. F.1), and a budgeted training job.
+
+The benchmark harness (``benchmarks.problems``) wraps them with run-time models and horizons.
+"""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -11,6 +20,120 @@ from tuner.core.kernels import SquaredExponential
 
 if TYPE_CHECKING:
     from .simulator import RunTime
+
+
+class TestFunction:
+    """A synthetic function of a point in a box, maximized (the minimization benchmarks negated,
+    as BoTorch's ``test_functions.synthetic`` does with ``negate=True``); ``optimum``: its
+    maximum."""
+
+    bounds: tuple[tuple[float, float], ...] = ()
+    optimum: float = math.nan
+
+    def evaluate(self, x: np.ndarray) -> float:
+        raise NotImplementedError
+
+    def __call__(self, x: Sequence[float]) -> float:
+        return self.evaluate(np.asarray(x, dtype=float))
+
+    @property
+    def dim(self) -> int:
+        return len(self.bounds)
+
+    def space(self, names: Sequence[str] | None = None) -> dict[str, dict[str, Any]]:
+        """The box as a search space, its coordinates named ``names`` (default x0, x1, ...)."""
+        names = names or [f"x{i}" for i in range(self.dim)]
+        return {n: {"type": "float", "low": lo, "high": hi} for n, (lo, hi) in zip(names, self.bounds)}
+
+    def of_config(self, names: Sequence[str] | None = None) -> Callable[[Mapping[str, Any]], float]:
+        """The function of a configuration whose coordinates are named ``names``."""
+        names = list(names or [f"x{i}" for i in range(self.dim)])
+        return lambda c: self(np.array([float(c[n]) for n in names]))
+
+
+class Branin(TestFunction):
+    bounds = ((-5.0, 10.0), (0.0, 15.0))
+    optimum = -0.397887
+
+    def evaluate(self, x: np.ndarray) -> float:
+        x1, x2 = float(x[0]), float(x[1])
+        b, cc, t = 5.1 / (4 * math.pi ** 2), 5 / math.pi, 1 / (8 * math.pi)
+        return -((x2 - b * x1 ** 2 + cc * x1 - 6) ** 2 + 10 * (1 - t) * math.cos(x1) + 10)
+
+
+_H_ALPHA = np.array([1.0, 1.2, 3.0, 3.2])
+
+
+class Hartmann(TestFunction):
+    """Hartmann-3 or -6 on the unit cube."""
+
+    _A = {3: np.array([[3.0, 10, 30], [0.1, 10, 35], [3.0, 10, 30], [0.1, 10, 35]]),
+          6: np.array([[10, 3, 17, 3.5, 1.7, 8], [0.05, 10, 17, 0.1, 8, 14],
+                       [3, 3.5, 1.7, 10, 17, 8], [17, 8, 0.05, 10, 0.1, 14]])}
+    _P = {3: 1e-4 * np.array([[3689, 1170, 2673], [4699, 4387, 7470], [1091, 8732, 5547],
+                              [381, 5743, 8828]]),
+          6: 1e-4 * np.array([[1312, 1696, 5569, 124, 8283, 5886], [2329, 4135, 8307, 3736, 1004, 9991],
+                              [2348, 1451, 3522, 2883, 3047, 6650], [4047, 8828, 8732, 5743, 1091, 381]])}
+    _OPT = {3: 3.86278, 6: 3.32237}
+
+    def __init__(self, dim: int = 6):
+        self.bounds = ((0.0, 1.0),) * dim
+        self.optimum = self._OPT[dim]
+        self.A, self.P = self._A[dim], self._P[dim]
+
+    def evaluate(self, x: np.ndarray) -> float:
+        return float(_H_ALPHA @ np.exp(-np.sum(self.A * (x - self.P) ** 2, axis=1)))
+
+
+class Ackley(TestFunction):
+    optimum = 0.0
+
+    def __init__(self, dim: int = 5, bounds: tuple[float, float] = (-5.0, 10.0)):
+        self.bounds = (bounds,) * dim
+
+    def evaluate(self, x: np.ndarray) -> float:
+        a = -20 * math.exp(-0.2 * math.sqrt(np.mean(x ** 2))) - math.exp(np.mean(np.cos(2 * math.pi * x)))
+        return -(a + 20 + math.e)
+
+
+class Levy(TestFunction):
+    optimum = 0.0
+
+    def __init__(self, dim: int = 5, bounds: tuple[float, float] = (-10.0, 10.0)):
+        self.bounds = (bounds,) * dim
+
+    def evaluate(self, x: np.ndarray) -> float:
+        w = 1 + (x - 1) / 4
+        v = (math.sin(math.pi * w[0]) ** 2
+             + np.sum((w[:-1] - 1) ** 2 * (1 + 10 * np.sin(math.pi * w[:-1] + 1) ** 2))
+             + (w[-1] - 1) ** 2 * (1 + math.sin(2 * math.pi * w[-1]) ** 2))
+        return -float(v)
+
+
+class Gardner(TestFunction):
+    """Gardner et al. (2014) §5.1: minimize cos(2 x1) cos(x2) + sin(x1) on [0, 6]^2 subject to
+    cos(x1) cos(x2) - sin(x1) sin(x2) <= 0.5 (i.e. cos(x1 + x2) <= 0.5); ``g`` <= 0 is feasible."""
+
+    bounds = ((0.0, 6.0), (0.0, 6.0))
+
+    def evaluate(self, x: np.ndarray) -> float:
+        x1, x2 = float(x[0]), float(x[1])
+        return -(math.cos(2 * x1) * math.cos(x2) + math.sin(x1))
+
+    def g(self, x: Sequence[float]) -> float:
+        x1, x2 = float(x[0]), float(x[1])
+        return math.cos(x1) * math.cos(x2) - math.sin(x1) * math.sin(x2) - 0.5
+
+    @property
+    def optimum(self) -> float:   # type: ignore[override]
+        """The best feasible value, on a 3001 x 3001 grid."""
+        x1, x2 = np.meshgrid(np.linspace(0, 6, 3001), np.linspace(0, 6, 3001))
+        f = -(np.cos(2 * x1) * np.cos(x2) + np.sin(x1))
+        return float(f[np.cos(x1 + x2) <= 0.5].max())
+
+
+BRANIN, HARTMANN3, HARTMANN6 = Branin(), Hartmann(3), Hartmann(6)
+ACKLEY5, LEVY5, GARDNER = Ackley(5), Levy(5), Gardner()
 
 
 @dataclass

@@ -34,19 +34,16 @@ completed trial was; and the share of suggestions made while the best result so 
 censored.  Rows are appended to ``runs.csv`` as they finish (a rerun resumes); the report
 (``tables.md``, ``*.png``) is written from that file.
 
-    nice -n 10 python scripts/compare_windows.py                 # full study (hours, 2 processes)
-    python scripts/compare_windows.py --quick                    # about a minute
-    python scripts/compare_windows.py --report-only              # tables and plots from runs.csv
-    python scripts/compare_windows.py --paper-only --seeds 50    # section F only (minutes)
-    python scripts/compare_windows.py --pending-only --seeds 8   # section G only (about an hour)
+    nice -n 10 python -m benchmarks.windows                 # full study (hours, 2 processes)
+    python -m benchmarks.windows --quick                    # about a minute
+    python -m benchmarks.windows --report-only              # tables and plots from runs.csv
+    python -m benchmarks.windows --paper-only --seeds 50    # section F only (minutes)
+    python -m benchmarks.windows --pending-only --seeds 8   # section G only (about an hour)
 """
 
 from __future__ import annotations
 
-import os
-
-for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")   # one BLAS thread per process: the pool is the parallelism
+import benchmarks.threads  # noqa: F401,E402  (before numpy: one BLAS thread per process)
 
 import argparse  # noqa: E402
 import csv  # noqa: E402
@@ -66,30 +63,16 @@ from scipy.stats import qmc, wilcoxon  # noqa: E402
 from tuner import PAPER_EXACT, Optimizer, Settings  # noqa: E402
 
 PAPER = Settings(**PAPER_EXACT)
+from tuner.core.persist import append_row  # noqa: E402
 from tuner.core.trial import Status  # noqa: E402
-from tuner.loop.problems import gp_sample_1d  # noqa: E402
+from tuner.loop.problems import BRANIN, HARTMANN6, gp_sample_1d  # noqa: E402
 from tuner.loop.simulator import Poisson, RunTime, simulate  # noqa: E402
 from tuner.core.space import SearchSpace  # noqa: E402
 
+from .metrics import mean_se  # noqa: E402
+from .problems import Problem  # noqa: E402
+
 # --- problems ---------------------------------------------------------------------------------
-
-
-def _branin(c: Mapping[str, Any]) -> float:
-    x1, x2 = float(c["x1"]), float(c["x2"])
-    b, cc, t = 5.1 / (4 * math.pi ** 2), 5 / math.pi, 1 / (8 * math.pi)
-    return -((x2 - b * x1 ** 2 + cc * x1 - 6) ** 2 + 10 * (1 - t) * math.cos(x1) + 10)
-
-
-_H6_A = np.array([[10, 3, 17, 3.5, 1.7, 8], [0.05, 10, 17, 0.1, 8, 14],
-                  [3, 3.5, 1.7, 10, 17, 8], [17, 8, 0.05, 10, 0.1, 14]])
-_H6_P = 1e-4 * np.array([[1312, 1696, 5569, 124, 8283, 5886], [2329, 4135, 8307, 3736, 1004, 9991],
-                         [2348, 1451, 3522, 2883, 3047, 6650], [4047, 8828, 8732, 5743, 1091, 381]])
-_H6_ALPHA = np.array([1.0, 1.2, 3.0, 3.2])
-
-
-def _hartmann6(c: Mapping[str, Any]) -> float:
-    x = np.array([float(c[f"x{i}"]) for i in range(6)])
-    return float(_H6_ALPHA @ np.exp(-np.sum(_H6_A * (x - _H6_P) ** 2, axis=1)))
 
 
 _MIXED_OPT = {"sgd": (-1.0, 0.90), "momentum": (-1.7, 0.94), "adam": (-3.0, 0.97)}  # log10 lr*, peak
@@ -112,47 +95,44 @@ def _mixed_size(c: Mapping[str, Any]) -> float:
     return 0.5 * (float(c["layers"]) - 1) / 7 + 0.5 * (1 - math.log(float(c["batch"]) / 16) / math.log(32))
 
 
-@dataclass(frozen=True)
-class Problem:
-    name: str
-    space: dict
-    f: Callable[[Mapping[str, Any]], float]
-    f_opt: float
-    bounds: tuple[float, float]          # known [min, max] (the censored value is the min)
-    optimizers: tuple[dict, ...] = ()    # global maximizers, for the distance-based size
-    size_fn: Callable[[Mapping[str, Any]], float] | None = None
+def _distance_size(space: dict, optimizers: Iterable[Mapping[str, Any]]) -> Callable[[Mapping[str, Any]], float]:
+    """How "big" a configuration is, in [0, 1]: closeness to the nearest global maximizer
+    (1 at the optimum; drives the run time)."""
+    sp = SearchSpace.from_dict(space)
+    optimizers = tuple(optimizers)
+    ell = 0.25 * math.sqrt(sp.dim)
 
-    @property
-    def search_space(self) -> SearchSpace:
-        return _space(self.name)
-
-    def size(self, c: Mapping[str, Any]) -> float:
-        """How "big" a configuration is, in [0, 1]; 1 at the optimum (drives the run time)."""
-        if self.size_fn is not None:
-            return self.size_fn(c)
-        sp = self.search_space
+    def size(c: Mapping[str, Any]) -> float:
         u = sp.encode(c)
-        d2 = min(float(np.sum((u - sp.encode(o)) ** 2)) for o in self.optimizers)
-        ell = 0.25 * math.sqrt(sp.dim)
+        d2 = min(float(np.sum((u - sp.encode(o)) ** 2)) for o in optimizers)
         return math.exp(-0.5 * d2 / ell ** 2)
+
+    return size
+
+
+def _problem(name: str, space: dict, f: Callable[[Mapping[str, Any]], float], f_opt: float,
+             bounds: tuple[float, float], size: Callable[[Mapping[str, Any]], float]) -> Problem:
+    """A harness problem; its run-time model is chosen per run (``mean_runtime(name, mode)``)."""
+    return Problem(name, space, f, f_opt, mean_runtime=lambda c: 1.0, bounds=bounds, size=size)
 
 
 _H6_XOPT = (0.20169, 0.150011, 0.476874, 0.275332, 0.311652, 0.6573)
+_BRANIN_SPACE = BRANIN.space(["x1", "x2"])
+_H6_SPACE = HARTMANN6.space()
 PROBLEMS: dict[str, Problem] = {
-    "branin": Problem(
-        "branin", {"x1": {"type": "float", "low": -5.0, "high": 10.0},
-                   "x2": {"type": "float", "low": 0.0, "high": 15.0}},
-        _branin, -0.397887, (-308.1291, -0.397887),
-        tuple({"x1": a, "x2": b} for a, b in ((-math.pi, 12.275), (math.pi, 2.275), (9.42478, 2.475)))),
-    "hartmann6": Problem(
-        "hartmann6", {f"x{i}": {"type": "float", "low": 0.0, "high": 1.0} for i in range(6)},
-        _hartmann6, 3.32237, (0.0, 3.32237), ({f"x{i}": v for i, v in enumerate(_H6_XOPT)},)),
-    "mixed": Problem(
+    "branin": _problem(
+        "branin", _BRANIN_SPACE, BRANIN.of_config(["x1", "x2"]), BRANIN.optimum, (-308.1291, -0.397887),
+        _distance_size(_BRANIN_SPACE, ({"x1": a, "x2": b} for a, b in
+                                       ((-math.pi, 12.275), (math.pi, 2.275), (9.42478, 2.475))))),
+    "hartmann6": _problem(
+        "hartmann6", _H6_SPACE, HARTMANN6.of_config(), HARTMANN6.optimum, (0.0, 3.32237),
+        _distance_size(_H6_SPACE, ({f"x{i}": v for i, v in enumerate(_H6_XOPT)},))),
+    "mixed": _problem(
         "mixed", {"lr": {"type": "float", "low": 1e-5, "high": 1.0, "log": True},
                   "layers": {"type": "int", "low": 1, "high": 8},
                   "batch": {"type": "int", "low": 16, "high": 512, "log": True},
                   "optimizer": {"type": "categorical", "choices": ["sgd", "momentum", "adam"]}},
-        _mixed, 0.97 * (1 - 0.25 * math.exp(-3.5)), (0.0, 1.0), size_fn=_mixed_size),
+        _mixed, 0.97 * (1 - 0.25 * math.exp(-3.5)), (0.0, 1.0), _mixed_size),
 }
 
 
@@ -518,28 +498,14 @@ def run_all(worker: Callable[[Any], dict[str, Any]], jobs: list, path: Path, pro
     if not todo:
         return
     t0 = time.perf_counter()
-    fields = None
-    fh = None
     every = max(1, len(todo) // 50)
-    try:
-        with Pool(processes) as pool:
-            for i, row in enumerate(pool.imap_unordered(worker, todo, chunksize=1), 1):
-                if fh is None:
-                    fields = list(row)
-                    new = not path.exists() or path.stat().st_size == 0
-                    fh = open(path, "a", newline="")
-                    writer = csv.DictWriter(fh, fieldnames=fields)
-                    if new:
-                        writer.writeheader()
-                writer.writerow(row)
-                fh.flush()
-                if i % every == 0 or i == len(todo):
-                    el = time.perf_counter() - t0
-                    print(f"  {i}/{len(todo)} runs  {el / 60:6.1f} min elapsed, about "
-                          f"{el / i * (len(todo) - i) / 60:6.1f} min to go", flush=True)
-    finally:
-        if fh is not None:
-            fh.close()
+    with Pool(processes) as pool:
+        for i, row in enumerate(pool.imap_unordered(worker, todo, chunksize=1), 1):
+            append_row(path, row)
+            if i % every == 0 or i == len(todo):
+                el = time.perf_counter() - t0
+                print(f"  {i}/{len(todo)} runs  {el / 60:6.1f} min elapsed, about "
+                      f"{el / i * (len(todo) - i) / 60:6.1f} min to go", flush=True)
 
 
 # --- the report -------------------------------------------------------------------------------
@@ -786,8 +752,7 @@ def plot(rows: list[dict], out: Path, n: int) -> None:
                     # geometric mean over runs: problems differ in scale even after normalizing
                     Y = np.array([[r[f"{prefix}{k}"] for k in marks] for r in rs], dtype=float)
                     Y = np.log10(np.maximum(Y, FLOOR))
-                    mean = np.nanmean(Y, 0)
-                    se = np.nanstd(Y, 0) / np.sqrt(np.maximum(np.sum(np.isfinite(Y), 0), 1))
+                    mean, se = mean_se(Y)
                     ax.plot(marks, 10 ** mean, label=w, lw=2 if w in ("auto-iter", "inf") else 1)
                     ax.fill_between(marks, 10 ** (mean - se), 10 ** (mean + se), alpha=0.15)
                 ax.set_yscale("log")
