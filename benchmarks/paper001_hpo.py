@@ -7,7 +7,7 @@ Objective: validation accuracy from the table at the grid point nearest to the p
 configuration (``LookupTable.nearest``, unit-cube distance); the optimizers search the
 continuous space and may propose off-grid points.  f* = the table's maximum accuracy.
 
-Protocol (the conventions of ``scripts/reproduce_bosdf_synthetic.py``):
+Protocol (the conventions of ``scripts/reproduce/reproduce_bosdf_synthetic.py``):
 
 * one query per iteration (``tuner.loop.simulator.simulate`` with ``workers=None``); 5 random
   initial queries, then ``T - 5`` BO queries (the authors' released script: 5 + 100);

@@ -789,7 +789,7 @@ def main() -> None:
     args = ap.parse_args()
     seeds = args.seeds or (2 if args.quick else 20)
     n = args.n or (30 if args.quick else 100)
-    default_out = "/tmp/compare_windows_quick" if args.quick else "docs/results/censoring_window"
+    default_out = "/tmp/windows_quick" if args.quick else "docs/results/censoring_window"
     out = Path(args.out or default_out)
     out.mkdir(parents=True, exist_ok=True)
     path = out / "runs.csv"

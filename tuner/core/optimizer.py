@@ -200,8 +200,8 @@ class Optimizer:
     def trials_to_stop(self, now: float | None = None) -> list[int]:
         """Running trials past their run-time budget by more than ``stop_margin`` at ``now``.
 
-        The orchestrator-facing rule (one implementation for the simulator and the Ray
-        orchestrator): stop each of them and report ``fail(trial_id, reason, status=TIMED_OUT)``; the objective
+        The rule the study loop applies (one implementation for simulated and real studies):
+        stop each of them and report ``fail(trial_id, reason, status=TIMED_OUT)``; the objective
         is then censored for good and the run-time metric defaults to the elapsed time, a known
         violation g = margin.  Empty when ``stop_margin`` is None.
         """

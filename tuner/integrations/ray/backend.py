@@ -2,7 +2,7 @@
 
 Trials run as plain Ray tasks (``ray.wait`` on the running set), not as Ray Tune trials: the
 task loop keeps the slots far busier for short trials (measured on a 2-core machine: README,
-"Why Ray tasks"; ``scripts/bench_orchestration.py``).
+"Why Ray tasks"; ``scripts/bench/bench_orchestration.py``).
 
 A stopped trial gets a KeyboardInterrupt in its worker (``ray.cancel(force=False)``), so the
 worker survives with its imports warm; only a trial that ignores it for ``grace`` seconds (stuck

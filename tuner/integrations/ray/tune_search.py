@@ -44,7 +44,7 @@ How Ray's calls map onto the ask/tell ``Optimizer`` (``searcher.optimizer``):
   trial had gone further is then told as finished, which ``max_t`` avoids.
 * ``mode`` ("min"/"max") becomes the Optimizer's ``mode`` setting; the Optimizer maximizes
   internally.  ``algorithm``, ``objective_bounds``, ``seed`` and any other keyword
-  (``window``, ``beta``, ``n_candidates``...; see ``tuner.core.optimizer.Settings``) are Optimizer
+  (``window``, ``beta``, ``n_candidates``...; see ``tuner.core.settings.Settings``) are Optimizer
   settings and are validated at construction.  ``clock=`` replaces the wall clock.
 * ``save(path)``/``restore(path)``: one versioned JSON file (written to a temp file, then
   ``os.replace``) with ``Optimizer.state_dict()``, the id mapping, the remaining
@@ -210,13 +210,13 @@ class TunerSearch(Searcher):
         budget: a per-trial budget on ``budget_metric`` (seconds for the default
             ``time_total_s``, which Ray Tune reports for every trial): the constraint
             ``budget_metric / budget - 1 <= 0``, learned by its own GP and traded against the
-            objective by ``constraint_handler`` (default ``rpol``).  More constraints:
+            objective by ``constraint_handler`` (default ``pof``).  More constraints:
             ``constraints=[{"metric": ..., "limit": ..., "type": "budget" | "upper"}]``.
         budget_metric: the result key the budget applies to.
         time_attr, max_t: with a scheduler that stops trials early (ASHA), its time attribute
             and the value a full run reaches; a trial stopped before is censored (module
             docstring).  Without max_t it is inferred from the results.
-        **optimizer_settings: any other ``tuner.core.optimizer.Settings`` field, plus ``clock``
+        **optimizer_settings: any other ``tuner.core.settings.Settings`` field, plus ``clock``
             (a function returning the time in seconds; ``time.time`` by default).
 
     Example::

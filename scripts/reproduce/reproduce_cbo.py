@@ -14,7 +14,7 @@ The paper runs T = 10,000 rounds and reports the number of violating rounds N (C
 Rand well below UCB).  Here T = 1000 by default (the GP's cost grows with T), with RPOL-UCB on
 the same draws for reference.
 
-    python scripts/reproduce_cbo.py --runs 20 --T 1000 --out docs/results/constraints
+    python scripts/reproduce/reproduce_cbo.py --runs 20 --T 1000 --out docs/results/constraints
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import argparse
 import time
 from pathlib import Path
 
-from constraint_common import (average_curves, markdown_table, pivot, plot_panels, run_pool,
+from benchmarks.constraint_runs import (average_curves, markdown_table, pivot, plot_panels, run_pool,
                                summarize)
 from tuner.core.persist import write_table
 

@@ -22,8 +22,8 @@ the same for every method), objective bounds [-7, 1] (the GP's [0, 1] targets; t
 scale).  CBO: B = 7 (the bound on |f|), G = 2 (on |g|), rho = 4 B / delta with Slater slack
 delta = 0.05 (003 Thm 1: rho >= 4B/delta; -min g = 0.05), V = G sqrt(T) / rho.
 
-    python scripts/reproduce_rpol.py --runs 20 --T 300 --out docs/results/constraints
-    python scripts/reproduce_rpol.py --runs 20 --T 300 --figs fig2-ablation \
+    python scripts/reproduce/reproduce_rpol.py --runs 20 --T 300 --out docs/results/constraints
+    python scripts/reproduce/reproduce_rpol.py --runs 20 --T 300 --figs fig2-ablation \
         --out docs/results/constraints/ablation
 """
 
@@ -34,11 +34,11 @@ import json
 import time
 from pathlib import Path
 
-from constraint_common import (average_curves, markdown_table, pivot, plot_panels, run_pool,
+from benchmarks.constraint_runs import (average_curves, markdown_table, pivot, plot_panels, run_pool,
                                summarize)
 from tuner.core.persist import write_table
 
-import numpy as np  # noqa: E402  (constraint_common sets the BLAS threads first)
+import numpy as np  # noqa: E402  (benchmarks.constraint_runs sets the BLAS threads first)
 
 from tuner import PAPER_EXACT, Optimizer, Settings  # noqa: E402
 from tuner.loop.problems import SinConstrained  # noqa: E402

@@ -8,8 +8,8 @@ suggestion between refits, the mean the cost amortized over a refit cycle.
 Optuna's GPSampler refits on every call.  Ratios ours / Optuna come from the same run on the same
 machine; the load average is recorded with them (the machine is shared).
 
-    python scripts/bench_latency.py --out docs/results/latency
-    python scripts/bench_latency.py --n 100 400 1000 2000 5000 --dims 3 8 --optuna-max-n 2000
+    python scripts/bench/bench_latency.py --out docs/results/latency
+    python scripts/bench/bench_latency.py --n 100 400 1000 2000 5000 --dims 3 8 --optuna-max-n 2000
 """
 
 from __future__ import annotations
@@ -102,7 +102,7 @@ def against_paper(args: argparse.Namespace) -> None:
     """Median suggestion time of the default settings / the paper-exact ones, same run."""
     paper = Settings(**PAPER_EXACT)
     time_ours(20, 2, 1, args.seed)
-    lines = [f"Command: `python scripts/bench_latency.py {' '.join(sys.argv[1:])}`", "",
+    lines = [f"Command: `python scripts/bench/bench_latency.py {' '.join(sys.argv[1:])}`", "",
              f"| d | n | pending | paper-exact median ms | default median ms | ratio | default mean ms |",
              "|---|---|---|---|---|---|---|"]
     for d in args.dims:
@@ -162,7 +162,7 @@ def main() -> None:
     def f(v: float, fmt: str = ".1f") -> str:
         return "skipped" if v != v else format(v, fmt)
 
-    lines = [f"Command: `python scripts/bench_latency.py {' '.join(sys.argv[1:])}`  ",
+    lines = [f"Command: `python scripts/bench/bench_latency.py {' '.join(sys.argv[1:])}`  ",
              f"Machine: {os.cpu_count()} cores (shared with other jobs), {platform.python_version()}, "
              f"numpy {np.__version__}, optuna {optuna.__version__}; 1-min load average "
              f"{load0[0]:.1f} at start, {os.getloadavg()[0]:.1f} at end.  Times in ms per suggestion; "

@@ -4,7 +4,7 @@ Needs a browser and Playwright, which the project does not depend on:
     apt-get install chromium && pip install playwright
     tuner run                                   # writes ./mlflow.db
     mlflow ui --backend-store-uri sqlite:///mlflow.db --port 5055 &
-    python scripts/screenshot_mlflow_ui.py --experiment 1 --out docs/images/mlflow_runs.png
+    python scripts/docs/screenshot_mlflow_ui.py --experiment 1 --out docs/images/mlflow_runs.png
 """
 
 from __future__ import annotations

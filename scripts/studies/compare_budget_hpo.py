@@ -41,8 +41,8 @@ completed within the budget) over time; violation sum over trials of (time used 
 number of runs over budget; worker-seconds spent on runs over budget (their whole time used:
 their result is infeasible or, if stopped, absent) and its share of all worker-seconds.
 
-    python scripts/compare_budget_hpo.py --runs 40 --horizon 900 --out docs/results/constraints
-    python scripts/compare_budget_hpo.py --runs 40 --horizon 900 --out docs/results/constraints/window \
+    python scripts/studies/compare_budget_hpo.py --runs 40 --horizon 900 --out docs/results/constraints
+    python scripts/studies/compare_budget_hpo.py --runs 40 --horizon 900 --out docs/results/constraints/window \
         --methods "rpol+bound" "rpol+bound m=inf" "rpol+bound+stop0.5 m=inf" "rpol+bound+stop1.0 m=inf"
 """
 
@@ -53,7 +53,7 @@ import json
 import time
 from pathlib import Path
 
-from constraint_common import markdown_table, plot_panels, run_pool
+from benchmarks.constraint_runs import markdown_table, plot_panels, run_pool
 from tuner.core.persist import write_table
 
 import numpy as np  # noqa: E402

@@ -28,7 +28,7 @@ How the paper's protocol is mapped onto ``tuner.loop.simulator`` (see docs/resul
   authors' code records).  ``regret_arrived`` in results.csv counts every result that has
   arrived, also the ones an SDF method discarded as too late.
 
-    python scripts/reproduce_bosdf_synthetic.py --runs 30 --T 200 --out docs/results/bosdf_synthetic
+    python scripts/reproduce/reproduce_bosdf_synthetic.py --runs 30 --T 200 --out docs/results/bosdf_synthetic
 """
 
 from __future__ import annotations
@@ -218,7 +218,7 @@ def write_tables(curves: dict, settings: list, args: argparse.Namespace, out: Pa
                                       for t in marks) + " |")
         return lines
 
-    cmd = "python scripts/reproduce_bosdf_synthetic.py " + " ".join(sys.argv[1:])
+    cmd = "python scripts/reproduce/reproduce_bosdf_synthetic.py " + " ".join(sys.argv[1:])
     lines = [f"Simple regret, mean ± standard error over {args.runs} runs (one GP sample per run, "
              f"shared by all settings).  T = number of queries started (5 random initial ones "
              f"included); noise std {args.noise}.  Command: `{cmd}`.\n",

@@ -17,7 +17,7 @@ call, with the MLflow writer's start-up and the MLflow backlog it sends after th
 Ray is started as ``tuner run`` starts it (``local_ray_config``).  Also: the peak memory (RSS)
 of the driver, and of the MLflow writer process (the largest child process waited for).
 
-    python scripts/bench_run_loop.py --trials 200 --slots 2 8 --out docs/results/run_loop
+    python scripts/bench/bench_run_loop.py --trials 200 --slots 2 8 --out docs/results/run_loop
 """
 
 from __future__ import annotations
@@ -133,7 +133,7 @@ def main() -> None:
         write_table(out / "runs.csv", rows)
         (out / "summary.md").write_text(
             f"# `tuner run` against a bare Ray-task loop ({args.trials} trials of "
-            f"{1e3 * LOW:.0f}-{1e3 * HIGH:.0f} ms)\n\nCommand: `python scripts/bench_run_loop.py "
+            f"{1e3 * LOW:.0f}-{1e3 * HIGH:.0f} ms)\n\nCommand: `python scripts/bench/bench_run_loop.py "
             f"--trials {args.trials} --slots {' '.join(map(str, args.slots))} --ms {args.ms[0]:g} "
             f"{args.ms[1]:g} --ways {' '.join(args.ways)}{' --cold' if args.cold else ''}`\n\n" + "\n".join(lines) + "\n")
 

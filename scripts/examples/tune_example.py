@@ -3,7 +3,7 @@
 Tunes the torch logistic regression of paper 001 (breast-cancer data) with GP-UCB-SDF under a
 per-trial budget on Ray Tune's own ``time_total_s``, 2 trials at a time:
 
-    python scripts/tune_example.py --samples 30 --budget 2.0
+    python scripts/examples/tune_example.py --samples 30 --budget 2.0
 """
 
 from __future__ import annotations

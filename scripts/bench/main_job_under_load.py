@@ -6,7 +6,7 @@ own `mlflow.db`) and record: the time to the first line, each start-up step as t
 it, when its banner came, the study's own time, the whole command's time, and how many trials finished.  The tests
 run a 6-trial version of this (`tests/test_busy_machine.py`); this is the full 30-trial one.
 
-    python scripts/main_job_under_load.py --burners 0 2 --out docs/results/main_job
+    python scripts/bench/main_job_under_load.py --burners 0 2 --out docs/results/main_job
 """
 
 from __future__ import annotations
