@@ -140,6 +140,40 @@ def feasible(trial: Trial, constraints: Sequence[Constraint]) -> bool:
         (v := c.observed(trial)) is not None and v <= 0 for c in constraints)
 
 
+def sample(samplers: Mapping[str, Any], c: Constraint, t: int, configs: list[dict[str, Any]]) -> np.ndarray:
+    """The round-t sample of an observable constraint's metric at ``configs`` (003 §4)."""
+    values = np.asarray(samplers[c.metric](configs, t), dtype=float).reshape(-1)
+    if len(values) != len(configs):
+        raise ValueError(f"sampler for {c.metric!r} returned {len(values)} values for "
+                         f"{len(configs)} configurations")
+    return values
+
+
+def check_reported(trial: Trial, constraints: Sequence[Constraint], metrics: Mapping[str, float]) -> None:
+    """A finished trial must report every constrained metric, as a finite number."""
+    missing = [c.metric for c in constraints if c.metric not in metrics and c.metric not in trial.metrics]
+    if missing:
+        raise ValueError(f"trial {trial.trial_id}: constraint metric(s) {missing} missing from the "
+                         f"reported metrics {sorted(metrics)}; every finished trial must "
+                         f"report each constrained metric")
+    bad = {c.metric: metrics[c.metric] for c in constraints
+           if c.metric in metrics and not math.isfinite(metrics[c.metric])}
+    if bad:
+        raise ValueError(f"trial {trial.trial_id}: constraint metric(s) not finite: {bad}")
+
+
+def arrived_since(trials: Sequence[Trial], seen: set[int], constraints: Sequence[Constraint]
+                  ) -> tuple[list[list[float]], bool]:
+    """The constraint values of the trials ended since the last round, in arrival order (004
+    App. C: Q_{t+1} uses the costs revealed at round t), and whether one of them is feasible;
+    ``seen`` is updated."""
+    new = sorted((tr for tr in trials if tr.trial_id not in seen and tr.status != Status.RUNNING),
+                 key=lambda tr: (tr.finish_index, tr.finish_time, tr.trial_id))
+    seen.update(tr.trial_id for tr in new)
+    arrived = [[v for v in (c.observed(tr) for tr in new) if v is not None] for c in constraints]
+    return arrived, any(feasible(tr, constraints) for tr in new)
+
+
 class Handler:
     """Combines f_t and the g_t's into the score x_t maximizes; keeps its multipliers.
 

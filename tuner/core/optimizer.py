@@ -24,7 +24,7 @@ import numpy as np
 from . import acquisition as acq
 from .algorithms import get_algorithm
 from .censoring import Window, constraint_view, usable
-from .constraints import SHIFTS, Constraint, make_handler
+from .constraints import SHIFTS, Constraint, arrived_since, check_reported, make_handler, sample
 from .constraints import feasible as _feasible
 from .design import StartupDesign
 from .exploration import Exploration
@@ -117,7 +117,7 @@ class Optimizer:
                       pending_at_suggest=len(self._live))
         for c in self.constraints:
             if c.observable:     # the round's sample at x_t is known before the run (003 §4)
-                trial.metrics[c.metric] = float(self._sample(c, t, [trial.config])[0])
+                trial.metrics[c.metric] = float(sample(self.samplers, c, t, [trial.config])[0])
         if self.handler.g_estimate == "sample":
             # SCGP's queue step needs only the round's sample at x_t (003 Alg. 2 line 7), known
             # whoever chose x_t (the handler, the initial design or a user's config).
@@ -136,16 +136,7 @@ class Optimizer:
         """Report the objective of a finished trial (in arrival order; any trial order)."""
         trial = self._running(trial_id)
         metrics = {k: float(v) for k, v in (metrics or {}).items()}
-        missing = [c.metric for c in self.constraints
-                   if c.metric not in metrics and c.metric not in trial.metrics]
-        if missing:
-            raise ValueError(f"trial {trial_id}: constraint metric(s) {missing} missing from the "
-                             f"reported metrics {sorted(metrics)}; every finished trial must "
-                             f"report each constrained metric")
-        bad = {c.metric: metrics[c.metric] for c in self.constraints
-               if c.metric in metrics and not math.isfinite(metrics[c.metric])}
-        if bad:
-            raise ValueError(f"trial {trial_id}: constraint metric(s) not finite: {bad}")
+        check_reported(trial, self.constraints, metrics)
         value = float(value)
         trial.metrics.update(metrics)
         trial.finish_time = float(self.clock() if finish_time is None else finish_time)
@@ -157,10 +148,23 @@ class Optimizer:
         trial.value = value
         trial.status = Status.FINISHED
 
+    def report(self, trial_id: int, value: float, progress: float,
+               metrics: Mapping[str, float] | None = None) -> None:
+        """A running trial's objective ``value`` at ``progress`` (e.g. epochs done, growing): it is
+        censored at this value instead of the minimum until it ends, and after if it is STOPPED
+        (``censor_at_partial``): its run has shown this much.  Non-finite values are ignored."""
+        trial = self._running(trial_id)
+        if trial.progress is not None and progress < trial.progress:
+            raise ValueError(f"trial {trial_id}: progress {progress} reported after {trial.progress}")
+        if math.isfinite(float(value)):
+            trial.progress, trial.partial = float(progress), float(value)
+        trial.metrics.update({k: float(v) for k, v in (metrics or {}).items()
+                              if math.isfinite(float(v))})
+
     def fail(self, trial_id: int, reason: str = "failed", metrics: Mapping[str, float] | None = None,
              finish_time: float | None = None, status: Status | str = Status.FAILED) -> None:
-        """A trial that raised (FAILED), was stopped (TIMED_OUT) or killed (KILLED): objective
-        censored for good.
+        """A trial that raised (FAILED), was stopped (TIMED_OUT, STOPPED) or killed (KILLED):
+        objective censored for good (at its last reported value, ``report``, if it has one).
 
         A run-time constraint gets the elapsed time as its (lower-bound) value when the caller
         does not report one, so a trial stopped past its budget counts as the violation it is.
@@ -168,7 +172,8 @@ class Optimizer:
         trial = self._running(trial_id)
         status = Status(status)
         if not status.censored:
-            raise ValueError(f"fail(status=...) must be one of FAILED, TIMED_OUT, KILLED (got {status})")
+            raise ValueError(f"fail(status=...) must be one of FAILED, TIMED_OUT, KILLED, STOPPED "
+                             f"(got {status})")
         trial.status, trial.reason = status, reason
         del self._live[trial_id]
         # a non-finite value is not a measurement (a NaN would poison the constraint GP and
@@ -240,7 +245,9 @@ class Optimizer:
     def constraint_targets(self, j: int = 0, now: float | None = None) -> np.ndarray:
         """c~_{s,t} of every started trial for constraint j (004 §5, plus elapsed-time bounds)."""
         now = float(self.clock()) if now is None else now
-        return self._constraint_view(j, self._window(now, len(self.trials)), now)[1]
+        c = self.constraints[j]
+        return constraint_view(c, self.trials, self._window(now, len(self.trials)), self.window.unit,
+                               now, self.settings.use_elapsed_bound and c.runtime)[1]
 
     # --- one suggestion ---------------------------------------------------------------------
 
@@ -257,17 +264,17 @@ class Optimizer:
         return m, [tr for tr in self.trials if usable(tr, m, self.window.unit)]
 
     def _censored(self, done: list[Trial]) -> np.ndarray:
+        """Targets of eq. 1: the usable results, 0 (the minimum) for the rest; with
+        ``censor_at_partial`` a trial that reported progress is censored at its last value."""
         y = np.zeros(len(self.trials))
+        if self.settings.censor_at_partial:
+            partial = [tr for tr in self.trials if tr.partial is not None]
+            if partial:
+                y[[tr.start_index for tr in partial]] = normalized(
+                    partial, self.settings.mode, *self._reward_range(), values=[tr.partial for tr in partial])
         if done:
             y[[tr.start_index for tr in done]] = self._targets(done)
         return y
-
-    def _constraint_view(self, j: int, m: float, now: float) -> tuple[list[Trial], np.ndarray]:
-        """Usable observations of constraint j and the censored targets of all trials
-        (``censoring.constraint_view``)."""
-        c = self.constraints[j]
-        return constraint_view(c, self.trials, m, self.window.unit, now,
-                               self.settings.use_elapsed_bound and c.runtime)
 
     def _choose(self, now: float, t: int) -> np.ndarray:
         s, algo = self.settings, self.algorithm
@@ -303,9 +310,10 @@ class Optimizer:
         """g_t of constraint j: the LCB, the algorithm's kind of estimate, or the round's sample."""
         c, s = self.constraints[j], self.settings
         if self.handler.g_estimate == "sample":
-            return lambda U: np.asarray(c.g(self._sample(c, t, [self.space.decode(u) for u in U])),
+            return lambda U: np.asarray(c.g(sample(self.samplers, c, t, [self.space.decode(u) for u in U])),
                                         dtype=float)
-        done_c, yc_all = self._constraint_view(j, m, now)
+        done_c, yc_all = constraint_view(c, self.trials, m, self.window.unit, now,
+                                         s.use_elapsed_bound and c.runtime)
         post_g = self._fit_and_view(self.constraint_models[j], done_c, yc_all,
                                     lambda trs: np.array([c.observed(tr) for tr in trs], dtype=float))
         beta_g = self._beta_t(t) if s.beta_g is None else float(s.beta_g)
@@ -315,13 +323,6 @@ class Optimizer:
         if self.handler.g_estimate == "pof":
             return acq.probability_feasible(post_g)
         return self._estimate(post_g, nu_g, C, optimistic=-1.0)
-
-    def _sample(self, c: Constraint, t: int, configs: list[dict[str, Any]]) -> np.ndarray:
-        values = np.asarray(self.samplers[c.metric](configs, t), dtype=float).reshape(-1)
-        if len(values) != len(configs):
-            raise ValueError(f"sampler for {c.metric!r} returned {len(values)} values for "
-                             f"{len(configs)} configurations")
-        return values
 
     def objective_posterior(self, now: float | None = None) -> Posterior:
         """The objective posterior the next suggestion would use (normalized targets; no refit)."""
@@ -347,12 +348,8 @@ class Optimizer:
     def _start_round(self, t: int) -> None:
         """Feed the handler the constraint values that arrived since the previous round, in
         arrival order (004 App. C: Q_{t+1} uses the costs revealed at round t)."""
-        new = sorted((tr for tr in self.trials if tr.trial_id not in self._seen_constraint
-                      and tr.status != Status.RUNNING), key=lambda tr: (tr.finish_index, tr.finish_time, tr.trial_id))
-        self._seen_constraint.update(tr.trial_id for tr in new)
-        arrived = [[v for v in (c.observed(tr) for tr in new) if v is not None] for c in self.constraints]
-        self.handler.feasible_found = self.handler.feasible_found or any(
-            _feasible(tr, self.constraints) for tr in new)
+        arrived, feasible = arrived_since(self.trials, self._seen_constraint, self.constraints)
+        self.handler.feasible_found = self.handler.feasible_found or feasible
         self.handler.start_round(t, arrived)
 
     def _reward_range(self) -> tuple[float, float]:
@@ -391,8 +388,6 @@ class Optimizer:
             raise ValueError(f"trial {trial_id} is already {trial.status}; a result is told once")
         self._changed.add(trial_id)     # the caller changes it
         return trial
-
-    # --- persistence --------------------------------------------------------------------------
 
     def state_dict(self) -> dict[str, Any]:
         return envelope(STATE_FORMAT, STATE_VERSION, {

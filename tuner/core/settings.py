@@ -33,6 +33,7 @@ class Settings:
     window: float | str = math.inf     # censoring window m; "auto" = 2 x mean delay (001 §6)
     censoring: str = "soft"            # hard: 001 eq. 1 (same lambda); soft: own noise (below)
     censor_noise: float = 0.01         # soft: a censored entry's noise variance / amplitude
+    censor_at_partial: bool = True     # a trial that reported progress: censored at its last value
     delay_lambda_power: float = 0.0    # eq. 2's delay term B_y lambda^-p sum sigma (0: as printed)
     prior_mean: str = "zero"           # objective GP's prior mean: zero (001) or the results' mean
     nu_terms: str = "pending"
@@ -121,7 +122,7 @@ class Settings:
 PAPER_EXACT: dict[str, Any] = {
     "censoring": "hard", "delay_lambda_power": 0.0, "prior_mean": "zero", "kernel": "se",
     "n_initial": 1, "refit_every": 10, "refit_dense_until": 0, "lengthscale_prior": False,
-    "constraint_handler": "rpol",
+    "constraint_handler": "rpol", "censor_at_partial": False,
 }
 
 
@@ -133,6 +134,7 @@ SETTINGS_FIELDS: dict[str, Field] = {
     "window_unit": Field((str,), choices=UNITS),
     "censoring": Field((str,), choices=CENSORING),
     "censor_noise": Field((float,), above=0),
+    "censor_at_partial": Field((bool,)),
     "delay_lambda_power": Field((float,), minimum=0, maximum=1),
     "prior_mean": Field((str,), choices=("zero", "mean")),
     "nu_terms": Field((str,), choices=("pending", "window")),

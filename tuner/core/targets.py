@@ -23,8 +23,10 @@ def reward_range(mode: str, bounds: Sequence[float] | None, trials: Sequence[Tri
     return float(lo), float(hi if hi > lo else lo + 1.0)
 
 
-def normalized(trials: Sequence[Trial], mode: str, lo: float, hi: float) -> np.ndarray:
-    """The trials' objective values mapped to [0, 1] over [lo, hi], as a maximization."""
-    vals = np.array([tr.value for tr in trials], dtype=float)
+def normalized(trials: Sequence[Trial], mode: str, lo: float, hi: float,
+               values: Sequence[float] | None = None) -> np.ndarray:
+    """The trials' objective values (or ``values``) mapped to [0, 1] over [lo, hi], as a
+    maximization."""
+    vals = np.array([tr.value for tr in trials] if values is None else values, dtype=float)
     sign = 1.0 if mode == "max" else -1.0
     return np.clip((sign * vals - lo) / (hi - lo), 0.0, 1.0)

@@ -7,9 +7,13 @@ FAILED     raised, reported no or a non-finite objective, or lost its worker or 
 TIMED_OUT  stopped past ``run.trial_timeout`` or past the budget by ``stop_margin``
 KILLED     stopped because the study reached its wall-clock limit, or killed by Ray's memory
            monitor
+STOPPED    stopped early by the study's stopping rule after reporting progress (ASHA, or a
+           budget projected from its pace): censored at the point it reached
 =========  ==================================================================================
 
-Every status but RUNNING and FINISHED censors the objective for good (``Optimizer.fail``).
+Every status but RUNNING and FINISHED censors the objective for good (``Optimizer.fail``); a
+trial that reported progress (``Optimizer.report``) is censored at its last reported value
+rather than at the minimum (``Settings.censor_at_partial``).
 """
 
 from __future__ import annotations
@@ -29,13 +33,14 @@ class Status(str, Enum):
     FAILED = "FAILED"
     TIMED_OUT = "TIMED_OUT"
     KILLED = "KILLED"
+    STOPPED = "STOPPED"
 
     def __str__(self) -> str:
         return self.value
 
     @property
     def censored(self) -> bool:
-        """Ended without an objective value (FAILED, TIMED_OUT or KILLED)."""
+        """Ended without an objective value (FAILED, TIMED_OUT, KILLED or STOPPED)."""
         return self not in (Status.RUNNING, Status.FINISHED)
 
 
@@ -56,6 +61,8 @@ class Trial:
     finish_time: float | None = None
     finish_index: int | None = None
     reason: str | None = None
+    progress: float | None = None   # the last progress it reported (e.g. epochs done)
+    partial: float | None = None    # its objective at that point
 
     def delay(self, unit: str) -> float | None:
         """d_s in ``unit``; None while the result has not arrived."""
@@ -74,7 +81,9 @@ class Trial:
                 "start_time": self.start_time, "start_index": self.start_index,
                 "pending_at_suggest": self.pending_at_suggest, "status": self.status.value,
                 "value": self.value, "metrics": self.metrics, "finish_time": self.finish_time,
-                "finish_index": self.finish_index, "reason": self.reason}
+                "finish_index": self.finish_index, "reason": self.reason,
+                **({"progress": self.progress, "partial": self.partial}
+                   if self.progress is not None else {})}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Trial":
