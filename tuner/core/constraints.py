@@ -111,10 +111,15 @@ class Constraint:
         return value / self.limit - 1.0 if self.type == "budget" else value - self.limit
 
     def observed(self, trial: Trial) -> float | None:
-        """g of the value a finished trial reported (a stopped one: its elapsed time), else None."""
+        """g of the value a finished trial reported (a stopped one: its elapsed time), else None.
+        A run stopped early (STOPPED) after reporting progress: its run time projected to full
+        length from its pace, elapsed / fraction done."""
         if trial.status == Status.RUNNING or self.metric not in trial.metrics:
             return None
-        return float(self.g(trial.metrics[self.metric]))
+        value = trial.metrics[self.metric]
+        if self.runtime and trial.status == Status.STOPPED and trial.progress:
+            value = value / trial.progress
+        return float(self.g(value))
 
     def lower_bound(self, trial: Trial, now: float) -> float | None:
         """For a running trial of a run-time constraint: g >= g(elapsed) (right-censored)."""

@@ -11,7 +11,10 @@ slot frees, and tells it every outcome.  It owns every rule about *when* somethi
   the next scheduled start (``Limits.slots=None``: one start per ``interval``, paper 001 §6), or
   a callback's wake-up (the progress line).  There is no fixed poll.
 * every result that is ready is collected before any stop decision, so a trial whose result has
-  arrived is never stopped.
+  arrived is never stopped;
+* a running trial may report progress (a ``Report``: its metrics after an epoch): the optimizer
+  hears of it (``Optimizer.report``, the value at the fraction of the ``Fidelity`` done), and
+  the early-stopping rules (``tuner.loop.stopping``) may stop the run (STOPPED).
 
 What runs a trial is a ``Backend`` (``tuner.loop.simulator.SimulatedBackend``,
 ``tuner.integrations.ray.backend.RayBackend``).  What is done with the outcomes (saving the
@@ -30,6 +33,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence
 
 from tuner.core.trial import Status
+
+from .stopping import Fidelity, StoppingRule
 
 
 class AskTell(Protocol):
@@ -59,6 +64,15 @@ class Result:
 
 
 @dataclass(frozen=True)
+class Report:
+    """A running trial's intermediate metrics (e.g. after an epoch), at backend time ``time``."""
+
+    trial_id: int
+    time: float
+    metrics: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class Outcome(Result):
     """A trial's final outcome as recorded: its status after the loop's checks, its start."""
 
@@ -77,9 +91,9 @@ class Backend(Protocol):
     def launch(self, trial_id: int, config: Mapping[str, Any]) -> None:
         """Start a trial now."""
 
-    def wait(self, until: float | None) -> list[Result]:
-        """Block until a trial has ended or the clock reaches ``until`` (None: no limit);
-        return every result that is ready (possibly none)."""
+    def wait(self, until: float | None) -> list[Result | Report]:
+        """Block until a trial has ended or reported, or the clock reaches ``until`` (None: no
+        limit); return every result and report that is ready (possibly none)."""
 
     def stop(self, trial_id: int) -> None:
         """Stop a running trial; the backend reports nothing more about it."""
@@ -96,6 +110,9 @@ class LoopCallback:
 
     def on_end(self, outcome: Outcome) -> None:
         """A trial's outcome was told to the optimizer."""
+
+    def on_report(self, report: Report) -> None:
+        """A running trial reported progress (after the optimizer heard of it)."""
 
     def on_step(self, loop: "StudyLoop") -> None:
         """The loop is about to wait (the slots are as full as they will be)."""
@@ -187,7 +204,8 @@ class StudyLoop:
 
     def __init__(self, optimizer: AskTell, backend: Backend, limits: Limits,
                  metric: str = "objective", callbacks: Sequence[LoopCallback] = (),
-                 should_stop: Callable[[], bool] = lambda: False):
+                 should_stop: Callable[[], bool] = lambda: False,
+                 fidelity: Fidelity | None = None, stopping: Sequence[StoppingRule] = ()):
         self.optimizer = optimizer
         self.backend = backend
         self.limits = limits
@@ -198,6 +216,8 @@ class StudyLoop:
         self.started = 0                        # trials started in this loop
         self.suggest_seconds: list[float] = []  # wall time of each suggest() call
         self._next_start = 0.0                  # slots=None: when the next trial starts
+        self.fidelity, self.stopping = fidelity, list(stopping)
+        self.latest: dict[int, dict[str, float]] = {}   # running trial -> its last reported metrics
 
     def run(self, restart: Iterable[tuple[int, Mapping[str, Any]]] = ()) -> bool:
         """Run to the end; False if a stop was requested (the running trials are abandoned,
@@ -214,8 +234,7 @@ class StudyLoop:
                 cb.on_step(self)
             if not self.running and not self._may_start(now):
                 return True
-            for r in self.backend.wait(self._next_event(now)):
-                self._record(r)
+            self._collect(self.backend.wait(self._next_event(now)))
         self.backend.abandon()
         return False
 
@@ -253,8 +272,7 @@ class StudyLoop:
         due = self._due(now)
         if not due:
             return
-        for r in self.backend.wait(now):
-            self._record(r)
+        self._collect(self.backend.wait(now))
         for tid, status, reason in due:
             if tid in self.running:
                 self._stop(tid, now, status, reason)
@@ -286,12 +304,51 @@ class StudyLoop:
     # --- outcomes -----------------------------------------------------------------------------
 
     def _stop(self, trial_id: int, now: float, status: Status, reason: str) -> None:
+        """Stop a running trial; its outcome keeps the metrics it last reported."""
         self.backend.stop(trial_id)
-        self._record(Result(trial_id, now, {}, status, reason))
+        self._record(Result(trial_id, now, dict(self.latest.get(trial_id, {})), status, reason))
+
+    def _collect(self, events: list[Result | Report]) -> None:
+        """Record every result and report of one wait, then stop the runs a stopping rule
+        named (unless their result came in the same batch)."""
+        stops: dict[int, str] = {}
+        for e in events:
+            if isinstance(e, Report):
+                reason = self._report(e)
+                if reason is not None:
+                    stops.setdefault(e.trial_id, reason)
+            else:
+                self._record(e)
+        for tid, reason in stops.items():
+            if tid in self.running:
+                self._stop(tid, self.backend.clock(), Status.STOPPED, reason)
+
+    def _report(self, r: Report) -> str | None:
+        """A running trial's progress: to the optimizer (value at the fraction done), the
+        callbacks, then the stopping rules; returns a reason to stop it, or None."""
+        if r.trial_id not in self.running:        # it ended meanwhile
+            return None
+        self.latest[r.trial_id] = {**self.latest.get(r.trial_id, {}), **r.metrics}
+        value, fid = r.metrics.get(self.metric), self.fidelity
+        step = None if fid is None else r.metrics.get(fid.metric)
+        usable = value is not None and step is not None and math.isfinite(value)
+        if usable and hasattr(self.optimizer, "report"):
+            self.optimizer.report(r.trial_id, value, fid.fraction(step))
+        for cb in self.callbacks:
+            cb.on_report(r)
+        if not usable:
+            return None
+        elapsed = r.time - self.running[r.trial_id]
+        for rule in self.stopping:
+            reason = rule.decide(r.trial_id, step, value, elapsed)
+            if reason is not None:
+                return reason
+        return None
 
     def _record(self, r: Result) -> None:
         """Check the result, tell the optimizer (``tell`` or ``fail``), run the callbacks."""
         start = self.running.pop(r.trial_id)
+        self.latest.pop(r.trial_id, None)
         metrics = {"runtime": r.end - start, **r.metrics}
         status, reason = r.status, r.reason
         if status == Status.FINISHED:

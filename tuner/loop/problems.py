@@ -286,3 +286,51 @@ class BudgetedTraining:
         w = np.floor((limit - self.base) / self.per_unit)
         w = min(max(w, 8.0), 512.0)
         return self({"width": w, "lr": 10 ** -2.5, "dropout": 0.2})
+
+
+@dataclass
+class CrossingCurves:
+    """A synthetic training job that reports its validation score every epoch, with crossing
+    learning curves (for early-stopping studies).
+
+    With u = log10 lr in [-4, 0] and w = log2(width / 8) / 5 in [0, 1], a run's score after t of
+    ``epochs`` epochs is
+
+        y(t) = a - (a - 0.1) exp(-t / tau) - 0.04 w (t / epochs)^2
+        a    = 0.92 - 0.06 (u + 2.5)^2 + 0.05 w,      tau = 0.5 epochs * 10^(-(u + 2.5) / 1.5)
+
+    so a large learning rate learns fast and plateaus low, a small one starts slowly and ends
+    high near lr = 10^-2.5 (the curves cross), and wide nets score higher but overfit a little
+    late.  Mean run time = ``base + per_width * width`` seconds, spread evenly over the epochs.
+    """
+
+    epochs: int = 30
+    base: float = 1.0
+    per_width: float = 0.02
+    cv: float = 0.2
+
+    space = {"lr": {"type": "float", "low": 1e-4, "high": 1.0, "log": True},
+             "width": {"type": "int", "low": 8, "high": 256, "log": True}}
+
+    def score(self, config: Mapping[str, Any], t: float) -> float:
+        u = math.log10(float(config["lr"]))
+        w = math.log2(float(config["width"]) / 8.0) / 5.0
+        a = 0.92 - 0.06 * (u + 2.5) ** 2 + 0.05 * w
+        tau = 0.5 * self.epochs * 10 ** (-(u + 2.5) / 1.5)
+        return float(a - (a - 0.1) * math.exp(-t / tau) - 0.04 * w * (t / self.epochs) ** 2)
+
+    def curve(self, config: Mapping[str, Any]) -> list[tuple[float, dict[str, float]]]:
+        """(fraction of the run time, {"epoch", "objective"}) after each epoch."""
+        return [(k / self.epochs, {"epoch": float(k), "objective": self.score(config, k)})
+                for k in range(1, self.epochs + 1)]
+
+    def __call__(self, config: Mapping[str, Any]) -> tuple[float, dict[str, float], list]:
+        return self.score(config, self.epochs), {}, self.curve(config)
+
+    def mean_run_time(self, config: Mapping[str, Any]) -> float:
+        return self.base + self.per_width * float(config["width"])
+
+    def run_time(self) -> "RunTime":
+        from .simulator import RunTime
+
+        return RunTime(self.mean_run_time, self.cv)

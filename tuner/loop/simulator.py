@@ -16,7 +16,7 @@ from __future__ import annotations
 import heapq
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Protocol
+from typing import Any, Callable, Mapping, Protocol, Sequence
 
 import numpy as np
 
@@ -24,7 +24,8 @@ from tuner.core.fields import Field, check_section
 from tuner.core.optimizer import Optimizer
 from tuner.core.trial import Status
 
-from .loop import AskTell, Limits, LoopCallback, Outcome, Result, StudyLoop
+from .loop import AskTell, Limits, LoopCallback, Outcome, Report, Result, StudyLoop
+from .stopping import Fidelity, StoppingRule
 
 
 class DelayModel(Protocol):
@@ -113,7 +114,11 @@ class SimulationResult:
 class SimulatedBackend:
     """Trials on a simulated clock: a trial's result (``objective(config)`` plus noise) arrives
     ``delay(config)`` after its start (+ 0.5 in paper 001's setting, so a delay of d iterations
-    reports just before query t + d + 1).  Records every started trial for ``SimulationResult``."""
+    reports just before query t + d + 1).  Records every started trial for ``SimulationResult``.
+
+    An objective that returns ``(f, metrics, curve)`` reports progress: ``curve`` lists
+    ``(fraction, metrics)``, each reported (``Report``, the objective with the same noise as
+    the result) at ``fraction`` of the trial's run time."""
 
     def __init__(self, objective: Callable[[Mapping[str, Any]], Any], delay: DelayModel,
                  rng: np.random.Generator, noise_std: float = 0.0, metric_noise: float = 0.0,
@@ -121,7 +126,8 @@ class SimulatedBackend:
         self.clock = SimClock()
         self.objective, self.delay, self.rng = objective, delay, rng
         self.noise_std, self.metric_noise, self.offset = noise_std, metric_noise, offset
-        self._events: list[tuple[float, int]] = []   # (planned finish time, trial id)
+        self._events: list[tuple[float, int, float]] = []   # (time, trial id, report k; inf: end)
+        self._reports: dict[int, list[dict[str, float]]] = {}
         self._pending: dict[int, dict[str, float]] = {}
         self.index: dict[int, int] = {}               # trial id -> start order
         self.configs: list[dict[str, Any]] = []
@@ -134,6 +140,7 @@ class SimulatedBackend:
         now = self.clock.now
         out = self.objective(config)
         f, metrics = (float(out[0]), dict(out[1])) if isinstance(out, tuple) else (float(out), {})
+        curve = out[2] if isinstance(out, tuple) and len(out) > 2 else ()
         d = self.delay(config, self.rng)
         metrics["runtime"] = d
         end = now + d + self.offset
@@ -143,14 +150,21 @@ class SimulatedBackend:
         self.metrics_true.append(metrics)
         self.start.append(now)
         self.finish.append(end)
-        heapq.heappush(self._events, (end, trial_id))
+        heapq.heappush(self._events, (end, trial_id, math.inf))
         reported = {k: v + (self.metric_noise * self.rng.standard_normal() if k != "runtime" else 0.0)
                     for k, v in metrics.items()}
         self._pending[trial_id] = {**reported, OBJECTIVE: f + self.noise_std * self.rng.standard_normal()}
+        self._reports[trial_id] = []
+        for k, (fraction, m) in enumerate(curve):
+            m = dict(m)
+            if OBJECTIVE in m:
+                m[OBJECTIVE] = float(m[OBJECTIVE]) + self.noise_std * self.rng.standard_normal()
+            self._reports[trial_id].append(m)
+            heapq.heappush(self._events, (now + fraction * d, trial_id, k))
 
-    def wait(self, until: float | None) -> list[Result]:
-        """Advance the clock to the next planned finish (or to ``until`` if that comes first);
-        return every result due then."""
+    def wait(self, until: float | None) -> list[Result | Report]:
+        """Advance the clock to the next planned finish or report (or to ``until`` if that
+        comes first); return every result and report due then."""
         while self._events and self._events[0][1] not in self._pending:   # stopped earlier
             heapq.heappop(self._events)
         nxt = self._events[0][0] if self._events else math.inf
@@ -162,9 +176,13 @@ class SimulatedBackend:
         self.clock.now = nxt
         out = []
         while self._events and self._events[0][0] == nxt:
-            _, tid = heapq.heappop(self._events)
-            if tid in self._pending:
+            _, tid, k = heapq.heappop(self._events)
+            if tid not in self._pending:
+                continue
+            if math.isinf(k):
                 out.append(Result(tid, nxt, self._pending.pop(tid)))
+            else:
+                out.append(Report(tid, nxt, self._reports[tid][int(k)]))
         return out
 
     def stop(self, trial_id: int) -> None:
@@ -196,11 +214,14 @@ def simulate(optimizer: Optimizer | AskTell, objective: Callable[[Mapping[str, A
              delay: DelayModel, n_trials: int, workers: int | None = None,
              noise_std: float = 0.0, seed: int = 0, f_opt: float | None = None,
              progress: Callable[[int], None] | None = None,
-             metric_noise: float = 0.0, time_limit: float | None = None) -> SimulationResult:
+             metric_noise: float = 0.0, time_limit: float | None = None,
+             fidelity: Fidelity | None = None, stopping: Sequence[StoppingRule] = ()) -> SimulationResult:
     """Run ``n_trials`` queries through ``StudyLoop`` on a ``SimulatedBackend`` (its clock is
     installed as the optimizer's clock).
 
-    ``objective(config)`` returns f or (f, metrics); metrics are reported with N(0,
+    ``objective(config)`` returns f, (f, metrics) or (f, metrics, curve) (a run that reports
+    progress: ``SimulatedBackend``; ``fidelity`` names its progress metric, ``stopping`` the
+    rules that may stop it early, ``tuner.loop.stopping``); metrics are reported with N(0,
     metric_noise^2) noise, plus ``runtime`` = the trial's duration.  Trials the optimizer's
     ``trials_to_stop`` names (``Settings.stop_margin``) are stopped then, TIMED_OUT, and report
     no other metric.  ``progress(n_started)`` is called after every start.  ``time_limit``: no
@@ -212,7 +233,7 @@ def simulate(optimizer: Optimizer | AskTell, objective: Callable[[Mapping[str, A
     optimizer.clock = backend.clock
     record = _Statuses(progress)
     loop = StudyLoop(optimizer, backend, Limits(n_trials, slots=workers, deadline=time_limit),
-                     metric=OBJECTIVE, callbacks=[record])
+                     metric=OBJECTIVE, callbacks=[record], fidelity=fidelity, stopping=stopping)
     loop.run()
     b = backend
     status = np.array([record.status[tid] for tid in b.index], dtype=object)

@@ -1,0 +1,110 @@
+"""Runs that report progress, on the simulated backend: the optimizer hears each report, the
+stopping rules stop runs mid-curve (STOPPED, with the last step they reached), a stopped run is
+censored at the value it reached, and a run-time budget sees its run time projected from its
+pace."""
+
+import math
+
+import numpy as np
+import pytest
+
+from tuner import PAPER_EXACT, Optimizer, Settings
+from tuner.core.trial import Status
+from tuner.loop.problems import CrossingCurves
+from tuner.loop.simulator import Fixed, simulate
+from tuner.loop.stopping import ASHA, Fidelity, PaceBudget
+
+CURVES = CrossingCurves(epochs=27)
+FIDELITY = Fidelity("epoch", 27)
+
+
+def test_asha_rungs_and_cutoff_follow_successive_halving():
+    """Rungs at grace * eta^k below max_t; a run reaching a rung goes on only if its value is in
+    the top 1/eta of the values recorded there (the quantile 1 - 1/eta, as Ray Tune's ASHA)."""
+    rule = ASHA(max_t=27, grace=1, eta=3)
+    assert [m for m, _ in rule.rungs] == [9, 3, 1]
+    assert rule.decide(0, 1, 0.5, 1.0) is None            # first at the rung: nothing to compare
+    assert rule.decide(1, 1, 0.9, 1.0) is None
+    reason = rule.decide(2, 1, 0.6, 1.0)                   # cutoff = 66.7th pct of (0.5, 0.9)
+    assert reason is not None and "rung 1" in reason
+    assert rule.decide(3, 1, 0.8, 1.0) is None             # 0.8 >= pct of (0.5, 0.9, 0.6) = 0.7
+    assert rule.decide(1, 2, 0.95, 2.0) is None            # between rungs: no decision
+    assert sorted(rule.rungs[2][1]) == [0, 1, 2, 3]
+    low = ASHA(max_t=27, grace=1, eta=3, mode="min")
+    low.decide(0, 1, 0.5, 1.0)
+    low.decide(1, 1, 0.9, 1.0)
+    assert low.decide(2, 1, 0.95, 1.0) is not None         # minimizing: the large value stops
+
+
+def test_pace_budget_projects_the_full_run_from_its_pace():
+    rule = PaceBudget(limit=10.0, fidelity=FIDELITY, margin=0.1)
+    assert rule.decide(0, 9, 0.5, 3.0) is None             # 3 s for 1/3: 9 s projected
+    reason = rule.decide(1, 9, 0.5, 4.0)                   # 12 s projected > 11
+    assert reason is not None and "12 s" in reason and "budget of 10 s" in reason
+    assert rule.decide(2, 27, 0.5, 30.0) is None           # at full length: the budget stop's job
+
+
+def test_a_stopped_run_is_censored_at_the_value_it_reached():
+    """Optimizer.report: the censored target of a running or stopped trial is its last reported
+    value (normalized), not the minimum; the paper's eq. 1 (censor_at_partial off) keeps 0."""
+    for settings, expect in ((Settings(), 0.6), (Settings(**PAPER_EXACT), 0.0)):
+        opt = Optimizer({"x": {"type": "float", "low": 0.0, "high": 1.0}}, settings,
+                        objective_bounds=(0.0, 1.0), clock=lambda: 0.0)
+        a, b = opt.suggest().trial_id, opt.suggest().trial_id
+        opt.report(a, 0.4, 0.25)
+        opt.report(a, 0.6, 0.5)
+        assert opt.censored_targets()[a] == pytest.approx(expect)
+        opt.fail(a, "stopped early", status=Status.STOPPED)
+        assert opt.trials[a].status == Status.STOPPED and opt.trials[a].progress == 0.5
+        assert opt.censored_targets()[a] == pytest.approx(expect)
+        assert opt.censored_targets()[b] == 0.0                 # no report: the minimum
+        opt.report(b, 0.5, 0.5)
+        with pytest.raises(ValueError, match="progress"):
+            opt.report(b, 0.5, 0.25)                     # progress only grows
+        saved = Optimizer.from_state(opt.state_dict(), clock=lambda: 0.0)
+        assert saved.trials[a].partial == pytest.approx(0.6) and saved.trials[a].progress == 0.5
+
+
+def curves_study(stopping, n=40, workers=4, seed=0, constraints=()):
+    opt = Optimizer(CURVES.space, Settings(), objective_bounds=(0.0, 1.0), seed=seed,
+                    constraints=list(constraints))
+    res = simulate(opt, CURVES, CURVES.run_time(), n, workers=workers, seed=seed,
+                   fidelity=FIDELITY, stopping=stopping)
+    return opt, res
+
+
+def test_asha_stops_runs_mid_curve_and_the_study_still_ends_with_a_best():
+    opt, res = curves_study([ASHA(max_t=27, grace=1, eta=3)])
+    stopped = [tr for tr in opt.trials if tr.status == Status.STOPPED]
+    assert len(stopped) >= 10 and len(opt.trials) == 40
+    for tr in stopped:
+        assert 0 < tr.progress < 1 and tr.reason.startswith("ASHA")
+        assert tr.metrics["epoch"] == pytest.approx(tr.progress * 27)   # the last step it reached
+        assert tr.metrics["objective"] == pytest.approx(tr.partial)
+        assert tr.metrics["runtime"] < CURVES.mean_run_time(tr.config) * 2
+    best = opt.best()
+    assert best is not None and best.status == Status.FINISHED
+    # the stopped runs freed their workers: the same 40 trials took less simulated time
+    _, plain = curves_study([])
+    assert res.finish.max() < plain.finish.max()
+
+
+def test_a_run_over_the_budget_by_its_pace_is_stopped_early_and_counts_as_a_violation():
+    budget = 3.0     # width above ~100 is over it (mean run time 1 + 0.02 width)
+    cons = [{"metric": "runtime", "limit": budget, "type": "budget", "runtime": True}]
+    opt, res = curves_study([PaceBudget(budget, FIDELITY, margin=0.1)], constraints=cons)
+    paced = [tr for tr in opt.trials if tr.status == Status.STOPPED]
+    assert paced, "some configurations are over the budget"
+    for tr in paced:
+        assert tr.metrics["runtime"] <= 1.1 * budget + 1e-9      # stopped before 1.1 x the limit
+        g = opt.constraints[0].observed(tr)
+        assert g == pytest.approx(tr.metrics["runtime"] / tr.progress / budget - 1.0)
+        assert g > 0.1 - 1e-9                                    # a known violation
+
+
+def test_reports_reach_the_optimizer_only_with_a_fidelity():
+    opt = Optimizer(CURVES.space, Settings(), objective_bounds=(0.0, 1.0), seed=1)
+    simulate(opt, CURVES, Fixed(1.0), 6, workers=2, seed=1)           # no fidelity: final only
+    assert all(tr.progress is None for tr in opt.trials)
+    assert all(tr.status == Status.FINISHED for tr in opt.trials)
+    assert np.isfinite([tr.value for tr in opt.trials]).all() and not math.isnan(opt.best().value)

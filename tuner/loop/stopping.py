@@ -1,0 +1,105 @@
+"""Rules that stop a run early from what it reports on the way (``Report``): the loop asks each
+rule after every report of a running trial, and stops the trial (STOPPED) when one gives a
+reason.  Progress is read from the study's ``Fidelity`` (e.g. ``epoch`` of 80).
+
+* ``ASHA``: asynchronous successive halving (Li et al. 2020, as Ray Tune's
+  ``AsyncHyperBandScheduler`` applies it): rungs at ``grace * eta^k``; a run reaching a rung
+  continues only if its value is in the top 1/eta of the values recorded at that rung so far.
+* ``PaceBudget``: a run whose pace puts its full length over the run-time budget is stopped as
+  soon as its reports show it (the product's rule: the papers do not stop runs), instead of
+  when it passes the budget by ``stop_margin``.
+
+A stopped run is censored at the value it reached (``Optimizer.report``), and a run-time
+constraint sees its run time projected to full length (``Constraint.observed``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Fidelity:
+    """A run's progress axis: the reported ``metric`` (epochs, boosting rounds) and its value
+    at full length."""
+
+    metric: str
+    max: float
+
+    def __post_init__(self) -> None:
+        if not self.max > 0:
+            raise ValueError(f"fidelity.max must be > 0 (got {self.max})")
+
+    def fraction(self, step: float) -> float:
+        return min(max(float(step) / self.max, 0.0), 1.0)
+
+
+class StoppingRule(Protocol):
+    def decide(self, trial_id: int, step: float, value: float, elapsed: float) -> str | None:
+        """After a report at ``step`` with objective ``value``, ``elapsed`` seconds into the run:
+        a reason to stop the run now, or None."""
+
+
+@dataclass
+class ASHA:
+    """Asynchronous successive halving on rungs ``grace * eta^k < max_t`` (``mode``: max or
+    min).  Ray Tune's ``AsyncHyperBandScheduler.on_result`` is the reference: the highest rung
+    a run has newly reached is checked against the ``1 - 1/eta`` quantile of the values
+    recorded there, then the run's value is recorded."""
+
+    max_t: float
+    grace: float = 1.0
+    eta: float = 3.0
+    mode: str = "max"
+    rungs: list[tuple[float, dict[int, float]]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if self.eta <= 1 or self.grace <= 0:
+            raise ValueError(f"ASHA needs eta > 1 and grace > 0 (got {self.eta}, {self.grace})")
+        levels = []
+        r = self.grace
+        while r < self.max_t:
+            levels.append(r)
+            r *= self.eta
+        self.rungs = [(r, {}) for r in reversed(levels)]
+
+    def decide(self, trial_id: int, step: float, value: float, elapsed: float) -> str | None:
+        sign = 1.0 if self.mode == "max" else -1.0
+        for milestone, recorded in self.rungs:
+            if step >= milestone and trial_id not in recorded:
+                stop = None
+                if recorded:
+                    cutoff = float(np.nanpercentile([sign * v for v in recorded.values()],
+                                                    (1 - 1 / self.eta) * 100))
+                    if sign * value < cutoff:
+                        stop = (f"ASHA: {value:.4g} at rung {milestone:g} is not in the top "
+                                f"1/{self.eta:g} of the {len(recorded)} runs there")
+                recorded[trial_id] = value
+                return stop
+        return None
+
+
+@dataclass
+class PaceBudget:
+    """Stop a run once its pace puts its full length over ``limit`` seconds by more than
+    ``margin``: projected = elapsed / fraction done, after at least ``min_fraction`` of the run
+    (one report may be all a short run gives)."""
+
+    limit: float
+    fidelity: Fidelity
+    margin: float = 0.1
+    min_fraction: float = 0.0
+
+    def decide(self, trial_id: int, step: float, value: float, elapsed: float) -> str | None:
+        done = self.fidelity.fraction(step)
+        if done <= 0 or done < self.min_fraction or done >= 1:
+            return None
+        projected = elapsed / done
+        if projected > self.limit * (1 + self.margin):
+            return (f"its pace ({self.fidelity.metric} {step:g} of {self.fidelity.max:g} in "
+                    f"{elapsed:.3g} s) puts its full run at {projected:.3g} s, over the budget of "
+                    f"{self.limit:.3g} s")
+        return None
