@@ -12,11 +12,12 @@ and different Poisson delays.
 from __future__ import annotations
 
 import importlib
+import inspect
 import os
 import sys
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Generator, Iterator, Mapping
 
 from .delay import inject_delay
 from tuner.core.fields import Field
@@ -37,6 +38,34 @@ class Trainable:
     run: Callable[[dict, dict, int], tuple[float, float]] = field(repr=False)
     option_specs: Mapping[str, Option] = field(repr=False)
     config_checks: Mapping[str, Field] = field(repr=False)
+    steps: Callable[[dict, dict, int], Iterator[dict]] | None = field(default=None, repr=False)
+    epochs: Callable[[dict], int] | None = field(default=None, repr=False)
+
+    @property
+    def reports(self) -> bool:
+        """Whether it reports progress (``epoch``) during a run."""
+        return self.steps is not None
+
+    def fidelity_max(self, options: Mapping[str, Any] | None = None) -> float | None:
+        """Epochs of a full run with these options (None: it does not report progress)."""
+        return None if self.epochs is None else float(self.epochs(self.resolve_options(options)))
+
+    def progress(self, config: Mapping[str, Any], options: Mapping[str, Any] | None = None,
+                 seed: int = 0) -> Generator[dict[str, float], None, dict[str, float]]:
+        """Train, yielding the metrics after each epoch (a trainable without epochs yields
+        nothing); returns what ``__call__`` returns for the whole run."""
+        if self.steps is None:
+            return self(config, options, seed)
+        opts = self.resolve_options(options)
+        cfg = self.check_config(config)
+        seed = SEED.check(f"seed of trainable '{self.name}'", seed)
+        last: dict[str, float] = {}
+        for m in self.steps(cfg, opts, seed):
+            last = {k: float(v) for k, v in m.items()}
+            yield last
+        delay = inject_delay(opts["delay"], opts["delay_mean"], opts["delay_unit"], seed)
+        return {"accuracy": last["accuracy"], "train_time": last["train_time"],
+                "injected_delay": float(delay)}
 
     def __call__(self, config: Mapping[str, Any], options: Mapping[str, Any] | None = None,
                  seed: int = 0) -> dict[str, float]:
@@ -71,7 +100,8 @@ def _make(name: str, module: ModuleType) -> Trainable:
     return Trainable(name=name, space=module.SPACE,
                      options={k: o.default for k, o in module.OPTIONS.items()},
                      objective="accuracy", run=module.run, option_specs=module.OPTIONS,
-                     config_checks=module.CONFIG)
+                     config_checks=module.CONFIG, steps=getattr(module, "steps", None),
+                     epochs=getattr(module, "epochs", None))
 
 
 class _Registry(Mapping[str, Trainable]):
@@ -112,9 +142,42 @@ class FunctionTrainable:
     objective: None = None
     option_specs: Mapping[str, Option] = field(default_factory=dict, repr=False)
 
+    @property
+    def reports(self) -> bool:
+        """A generator function reports progress: it yields a dict of metrics per step."""
+        return inspect.isgeneratorfunction(self.fn)
+
+    def fidelity_max(self, options: Mapping[str, Any] | None = None) -> float | None:
+        return None
+
+    def progress(self, config: Mapping[str, Any], options: Mapping[str, Any] | None = None,
+                 seed: int = 0) -> Generator[dict[str, float], None, dict[str, float]]:
+        """A generator function's steps (each a dict of metrics); returns the last one, updated
+        with what the function returns (if anything).  A plain function yields nothing."""
+        if not self.reports:
+            return self(config, options, seed)
+        last: dict[str, float] = {}
+        gen = self.fn(dict(config))
+        while True:
+            try:
+                m = next(gen)
+            except StopIteration as end:
+                return {**last, **self._numbers(end.value or {})}
+            last = self._numbers(m)
+            yield last
+
     def __call__(self, config: Mapping[str, Any], options: Mapping[str, Any] | None = None,
                  seed: int = 0) -> dict[str, float]:
-        out = self.fn(dict(config))
+        if self.reports:                   # a generator: its last step is the result
+            gen = self.progress(config, options, seed)
+            while True:
+                try:
+                    next(gen)
+                except StopIteration as end:
+                    return end.value
+        return self._numbers(self.fn(dict(config)))
+
+    def _numbers(self, out: Any) -> dict[str, float]:
         if not isinstance(out, Mapping):
             raise TypeError(f"trainable {self.name} must return a dict of metrics, e.g. "
                             f"{{'accuracy': 0.93}} (got {type(out).__name__})")

@@ -48,20 +48,40 @@ def make_model(side: int, n_classes: int) -> "nn.Sequential":
         nn.Linear(8 * pooled * pooled, 8), nn.ReLU(), nn.Linear(8, n_classes))
 
 
-def run(config: dict, options: dict, seed: int) -> tuple[float, float]:
-    """Train on the split, return (validation accuracy, training seconds)."""
+def epochs(options: dict) -> int:
+    """Passes over the training data (``auto``: per data set)."""
+    return AUTO_EPOCHS[options["dataset"]] if options["epochs"] == "auto" else options["epochs"]
+
+
+def _trial(config: dict, options: dict, seed: int, report: bool):
     import torch
 
     from . import training
 
-    dataset = options["dataset"]
-    split = data.images(dataset, options["mnist_root"], options["val_fraction"],
+    split = data.images(options["dataset"], options["mnist_root"], options["val_fraction"],
                         options["split_seed"])
-    epochs = AUTO_EPOCHS[dataset] if options["epochs"] == "auto" else options["epochs"]
     with training.torch_trial(options["threads"], seed):
         model = make_model(split.X_train.shape[-1], split.n_classes)
         adam = torch.optim.Adam(model.parameters(), lr=config["lr"])
-        train_time = training.fit(model, adam, config["lr_decay"], split.X_train, split.y_train,
-                                  config["batch_size"], epochs)
-        acc = training.accuracy(model, split.X_val, split.y_val)
-    return acc, train_time
+        fitting = training.fit_epochs(model, adam, config["lr_decay"], split.X_train,
+                                      split.y_train, config["batch_size"], epochs(options))
+        if report:
+            yield from training.report_epochs(
+                model, fitting, lambda: training.accuracy(model, split.X_val, split.y_val))
+            return
+        spent = 0.0
+        for _, spent in fitting:
+            pass
+        yield {"accuracy": training.accuracy(model, split.X_val, split.y_val), "train_time": spent}
+
+
+def run(config: dict, options: dict, seed: int) -> tuple[float, float]:
+    """Train on the split, return (validation accuracy, training seconds)."""
+    for out in _trial(config, options, seed, report=False):
+        pass
+    return out["accuracy"], out["train_time"]
+
+
+def steps(config: dict, options: dict, seed: int):
+    """Train on the split; after each epoch yield ``{"epoch", "accuracy", "train_time"}``."""
+    return _trial(config, options, seed, report=True)

@@ -23,8 +23,11 @@ OPTIONS = {
 }
 
 
-def run(config: dict, options: dict, seed: int) -> tuple[float, float]:
-    """Train on the split, return (validation accuracy, training seconds)."""
+def epochs(options: dict) -> int:
+    return options["epochs"]
+
+
+def _trial(config: dict, options: dict, seed: int, report: bool):
     import torch   # imported where a trial runs, never where a study is validated
     from torch import nn
 
@@ -33,10 +36,29 @@ def run(config: dict, options: dict, seed: int) -> tuple[float, float]:
     split = data.tabular(options["dataset"], options["val_fraction"], options["split_seed"],
                          options["standardize"])
     X_tr, y_tr = torch.tensor(split.X_train), torch.tensor(split.y_train)
+    X_val, y_val = torch.tensor(split.X_val), torch.tensor(split.y_val)
     with training.torch_trial(options["threads"], seed):
         model = nn.Linear(X_tr.shape[1], split.n_classes)
         sgd = torch.optim.SGD(model.parameters(), lr=config["lr"])
-        train_time = training.fit(model, sgd, config["lr_decay"], X_tr, y_tr,
-                                  config["batch_size"], options["epochs"])
-        acc = training.accuracy(model, torch.tensor(split.X_val), torch.tensor(split.y_val))
-    return acc, train_time
+        fitting = training.fit_epochs(model, sgd, config["lr_decay"], X_tr, y_tr,
+                                      config["batch_size"], options["epochs"])
+        if report:
+            yield from training.report_epochs(model, fitting,
+                                              lambda: training.accuracy(model, X_val, y_val))
+            return
+        spent = 0.0
+        for _, spent in fitting:
+            pass
+        yield {"accuracy": training.accuracy(model, X_val, y_val), "train_time": spent}
+
+
+def run(config: dict, options: dict, seed: int) -> tuple[float, float]:
+    """Train on the split, return (validation accuracy, training seconds)."""
+    for out in _trial(config, options, seed, report=False):
+        pass
+    return out["accuracy"], out["train_time"]
+
+
+def steps(config: dict, options: dict, seed: int):
+    """Train on the split; after each epoch yield ``{"epoch", "accuracy", "train_time"}``."""
+    return _trial(config, options, seed, report=True)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 from contextlib import contextmanager
-from typing import Iterator
+from typing import Callable, Iterator
 
 import torch
 from torch import nn
@@ -38,16 +38,18 @@ def inverse_time_decay(optimizer: torch.optim.Optimizer,
     return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda t: 1.0 / (1.0 + decay * t))
 
 
-def fit(model: nn.Module, optimizer: torch.optim.Optimizer, decay: float, X: torch.Tensor,
-        y: torch.Tensor, batch_size: int, epochs: int) -> float:
+def fit_epochs(model: nn.Module, optimizer: torch.optim.Optimizer, decay: float, X: torch.Tensor,
+               y: torch.Tensor, batch_size: int, epochs: int) -> Iterator[tuple[int, float]]:
     """Minimize cross-entropy over shuffled minibatches (the last one may be smaller) for
-    ``epochs`` passes; return the seconds this took (``time.perf_counter``)."""
+    ``epochs`` passes; after each, yield (epochs done, training seconds so far,
+    ``time.perf_counter``), the model left in training mode."""
     loss_fn = nn.CrossEntropyLoss()
     schedule = inverse_time_decay(optimizer, decay)
     n = len(X)
-    model.train()
-    start = time.perf_counter()
-    for _ in range(epochs):
+    spent = 0.0
+    for epoch in range(1, epochs + 1):
+        model.train()
+        start = time.perf_counter()
         order = torch.randperm(n)
         for i in range(0, n, batch_size):
             idx = order[i:i + batch_size]
@@ -55,7 +57,25 @@ def fit(model: nn.Module, optimizer: torch.optim.Optimizer, decay: float, X: tor
             loss_fn(model(X[idx]), y[idx]).backward()
             optimizer.step()
             schedule.step()
-    return time.perf_counter() - start
+        spent += time.perf_counter() - start
+        yield epoch, spent
+
+
+def fit(model: nn.Module, optimizer: torch.optim.Optimizer, decay: float, X: torch.Tensor,
+        y: torch.Tensor, batch_size: int, epochs: int) -> float:
+    """``fit_epochs`` to the end; returns the training seconds."""
+    spent = 0.0
+    for _, spent in fit_epochs(model, optimizer, decay, X, y, batch_size, epochs):
+        pass
+    return spent
+
+
+def report_epochs(model: nn.Module, epochs: Iterator[tuple[int, float]],
+                  evaluate: Callable[[], float]) -> Iterator[dict[str, float]]:
+    """After each epoch: ``{"epoch", "accuracy", "train_time"}`` (the validation accuracy then,
+    the training seconds so far, evaluation not counted)."""
+    for epoch, spent in epochs:
+        yield {"epoch": float(epoch), "accuracy": evaluate(), "train_time": spent}
 
 
 @torch.no_grad()

@@ -11,6 +11,7 @@ import numpy as np
 from tuner.core.space import SearchSpace
 from tuner.core.trial import Status
 from tuner.loop.loop import LoopCallback, Outcome, StudyLoop
+from tuner.loop.stopping import ASHA, PaceBudget, StoppingRule
 
 from .config import Budget, ConfigError, StudyConfig
 from .executor import Executor, RunFailed
@@ -56,6 +57,20 @@ def measure_budget(cfg: StudyConfig, executor: Executor, progress: Progress) -> 
                               "budget.reference") from None
     reference = float(np.median(values))
     return cfg.with_budget(b.multiple * reference, reference)
+
+
+def stopping_rules(cfg: StudyConfig) -> list[StoppingRule]:
+    """The rules that stop runs reporting progress early: a run-time budget by pace
+    (``budget.pace_margin``), then ``early_stopping``; none without a fidelity."""
+    fid, b, es = cfg.fidelity, cfg.budget, cfg.early_stopping
+    if fid is None:
+        return []
+    rules: list[StoppingRule] = []
+    if b is not None and b.metric == "runtime" and b.pace_margin is not None:
+        rules.append(PaceBudget(b.seconds, fid, b.pace_margin))
+    if es.rule == "asha":
+        rules.append(ASHA(fid.max, es.grace, es.eta, cfg.objective.mode))
+    return rules
 
 
 def budget_text(b: Budget) -> str:

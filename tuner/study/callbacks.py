@@ -8,7 +8,7 @@ import time
 from typing import Any, Mapping
 
 from tuner.core.persist import append_row, write_table
-from tuner.loop.loop import LoopCallback, Outcome, StudyLoop
+from tuner.loop.loop import LoopCallback, Outcome, Report, StudyLoop
 
 from .progress import Progress
 from .state import StudyStateFile
@@ -83,3 +83,19 @@ class ShowProgress(LoopCallback):
 
     def wake_at(self, now: float) -> float | None:
         return now + max(self.progress.next_due(self.ended > 0) - time.monotonic(), 0.0)
+
+
+class Curves(LoopCallback):
+    """What each running trial reports (``Report``), kept for its MLflow child run (a metric
+    history along the fidelity), until the tracker has logged it."""
+
+    def __init__(self, study: Study):
+        self.study = study
+
+    def on_report(self, report: Report) -> None:
+        fid = self.study.cfg.fidelity
+        step = report.metrics.get(fid.metric) if fid is not None else None
+        self.study.curves.setdefault(report.trial_id, []).append(
+            {"time": self.study.clock(), "step": None if step is None else int(step),
+             "metrics": dict(report.metrics)})
+

@@ -8,7 +8,9 @@ A study file has these sections (``configs/`` spells them out; README "Study con
     trainable_options: {...}         # the trainable's own options (epochs, delay, ...)
     space: {param: {type: ..., ...}} # required for module:function; else the built-in default
     objective: {metric, mode, bounds}
-    budget: {limit, reference, metric, stop_margin}
+    budget: {limit, reference, metric, stop_margin, pace_margin}
+    fidelity: {metric, max}          # the runs report progress (e.g. epoch of 80)
+    early_stopping: {rule, grace, eta}   # none or asha (needs fidelity)
     optimizer: {...}                 # tuner.core.settings.Settings fields
     run: {trials, max_concurrent, cpus_per_trial, trial_timeout, wall_clock_limit, seed, ...}
     ray: {address}
@@ -29,6 +31,7 @@ import yaml
 
 from tuner.core import fields
 from tuner.core.fields import Field
+from tuner.loop.stopping import Fidelity
 
 if TYPE_CHECKING:
     from tuner.core.settings import Settings
@@ -96,6 +99,14 @@ BUDGET_SCHEMA = {
     "reference": Field((str, dict, None), None),   # relative limits: warmup (default) or a config
     "metric": Field((str,), "runtime", BUDGET_METRICS),
     "stop_margin": Field((float, None), None, minimum=0),
+    "pace_margin": Field((float, None), 0.1, minimum=0),   # with a fidelity: stop by pace
+}
+FIDELITY_SCHEMA = {"metric": Field((str,), "epoch"), "max": Field((float, None), None, above=0)}
+STOPPING_RULES = ("none", "asha")
+EARLY_STOPPING_SCHEMA = {
+    "rule": Field((str,), "none", STOPPING_RULES),
+    "grace": Field((float,), 1.0, above=0),      # ASHA's first rung, in fidelity units
+    "eta": Field((float,), 3.0, above=1),        # ASHA's reduction factor
 }
 REFERENCES = ("warmup",)
 _MULTIPLE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*[xX]\s*$")
@@ -150,6 +161,8 @@ STUDY_SCHEMA = {
     "ray": Field((dict, None), None),
     "mlflow": Field((dict, None), None),
     "output": Field((str,), "tuner_runs"),
+    "fidelity": Field((dict, None), None),
+    "early_stopping": Field((dict, None), None),
 }
 
 # command-line flag -> (section, key)
@@ -185,6 +198,7 @@ class Budget:
     multiple: float | None
     seconds: float | None
     reference_seconds: float | None = None
+    pace_margin: float | None = 0.1       # runs that report progress: stopped by their pace
 
     @property
     def stop_at(self) -> float | None:
@@ -206,6 +220,15 @@ class Run:
     seed: int
     fail_fast: int
     retries: int
+
+
+@dataclass(frozen=True)
+class EarlyStopping:
+    """The ``early_stopping`` section (``tuner.loop.stopping``): ``none`` or ``asha``."""
+
+    rule: str = "none"
+    grace: float = 1.0
+    eta: float = 3.0
 
 
 @dataclass(frozen=True)
@@ -235,6 +258,8 @@ class StudyConfig:
     mlflow: MlflowSection
     output: str
     trainable_fn: Callable[..., Any] | None = field(default=None, repr=False)  # a user's function
+    fidelity: Fidelity | None = None           # the runs report progress along it
+    early_stopping: EarlyStopping = field(default_factory=EarlyStopping)
 
     @property
     def experiment(self) -> str:
@@ -263,7 +288,10 @@ class StudyConfig:
                 "objective": asdict(self.objective),
                 "budget": None if self.budget is None else asdict(self.budget),
                 "optimizer": self.settings.to_dict(), "run": asdict(self.run),
-                "ray": asdict(self.ray), "mlflow": asdict(self.mlflow), "output": self.output}
+                "ray": asdict(self.ray), "mlflow": asdict(self.mlflow), "output": self.output,
+                "fidelity": None if self.fidelity is None else asdict(self.fidelity),
+                "early_stopping": (None if self.early_stopping.rule == "none"
+                                   else asdict(self.early_stopping))}
 
 
 def load_study(source: str | Path | Mapping[str, Any],
@@ -329,7 +357,8 @@ def load_study(source: str | Path | Mapping[str, Any],
     opt["objective_bounds"] = objective.bounds
     cfg = StudyConfig(study, trainable.name, options, dict(space_spec), objective, budget,
                       optimizer_settings(opt), run, RaySection(**check_section("ray", top["ray"], RAY_SCHEMA)),
-                      _mlflow_section(top["mlflow"]), top["output"], fn)
+                      _mlflow_section(top["mlflow"]), top["output"], fn,
+                      *_progress_sections(top, trainable, options))
     if budget is None:
         return cfg
     if budget.relative:
@@ -341,6 +370,29 @@ def load_study(source: str | Path | Mapping[str, Any],
         cfg.with_budget(1.0)   # validates the constraint now; the limit is measured at start-up
         return cfg
     return cfg.with_budget(budget.seconds)
+
+
+def _progress_sections(top: Mapping[str, Any], trainable: Any, options: Mapping[str, Any]
+                       ) -> tuple[Fidelity | None, EarlyStopping]:
+    """``fidelity`` (a trainable that reports progress, and its full length) and
+    ``early_stopping`` (its rule needs a fidelity)."""
+    stopping = EarlyStopping(**check_section("early_stopping", top["early_stopping"],
+                                             EARLY_STOPPING_SCHEMA))
+    if top["fidelity"] is None:
+        if stopping.rule != "none":
+            raise ConfigError(f"early_stopping.rule: {stopping.rule} needs runs that report "
+                              "progress: add fidelity: {metric: epoch, max: N}")
+        return None, stopping
+    fid = check_section("fidelity", top["fidelity"], FIDELITY_SCHEMA)
+    if not trainable.reports:
+        raise ConfigError(f"fidelity: trainable {trainable.name} does not report progress; a "
+                          "function that reports yields a dict of metrics per step, e.g. "
+                          "yield {'epoch': k, 'accuracy': acc}")
+    full = fid["max"] if fid["max"] is not None else trainable.fidelity_max(options)
+    if full is None:
+        raise ConfigError(f"fidelity.max is required with your own trainable {trainable.name}: "
+                          f"the value of {fid['metric']} at the end of a full run")
+    return Fidelity(fid["metric"], float(full)), stopping
 
 
 def _budget_section(data: Any) -> Budget:
@@ -358,7 +410,8 @@ def _budget_section(data: Any) -> Budget:
         raise ConfigError(f"budget.reference: must be one of {list(REFERENCES)} or a mapping of "
                           f"hyperparameters (got {ref!r})")
     return Budget(limit=f"{number:g}x" if relative else number, reference=ref,
-                  metric=budget["metric"], stop_margin=budget["stop_margin"], relative=relative,
+                  metric=budget["metric"], stop_margin=budget["stop_margin"],
+                  pace_margin=budget["pace_margin"], relative=relative,
                   multiple=number if relative else None, seconds=None if relative else number)
 
 

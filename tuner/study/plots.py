@@ -21,7 +21,8 @@ from tuner.study.record import TrialRecord  # noqa: E402
 SCORE_PNG = "score_vs_wallclock.png"
 RUNTIME_PNG = "runtime_vs_budget.png"
 _STATUS_STYLE = {"FINISHED": ("tab:blue", "o"), "FAILED": ("tab:red", "x"),
-                 "KILLED": ("tab:gray", "s"), "TIMED_OUT": ("tab:orange", "v")}
+                 "KILLED": ("tab:gray", "s"), "TIMED_OUT": ("tab:orange", "v"),
+                 "STOPPED": ("tab:purple", "D")}
 
 
 def feasible(record: TrialRecord) -> bool:

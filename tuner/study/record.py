@@ -3,7 +3,7 @@ MLflow itself runs in a writer process, ``tuner.integrations.mlflow.writer``).""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 
@@ -18,3 +18,5 @@ class TrialRecord:
     tags: dict[str, str]            # e.g. pending_at_suggest, node, reason
     start_time: float               # epoch seconds
     end_time: float                 # epoch seconds
+    # what it reported on the way: [{"time": epoch seconds, "step": progress, "metrics": {...}}]
+    curve: list[dict[str, Any]] = field(default_factory=list)

@@ -109,7 +109,7 @@ def finish(study: Study, table: TrialTable, tracker: Tracker, progress: Progress
     if others and finished:
         progress.message("\n" + others)
     progress.message("\n" + (best_line(study, top[0]) if finished else
-                             f"no trial finished: {diagnosis(study)}"))
+                             f"no trial finished: {diagnosis(study)}" + best_partial_line(study)))
     uri, run_id = cfg.mlflow.tracking_uri, study.session.run_id
     progress.message(
         f"{snap.done} finished, {snap.failed} failed/stopped, {snap.violations} over budget, "
@@ -155,6 +155,19 @@ def best_line(study: Study, row: Mapping[str, Any]) -> str:
         return (f"{text}, OVER BUDGET ({b.metric} {used_text} > {b.seconds:.3g} s): no "
                 f"trial finished within the budget; {config}")
     return f"{text}, {b.metric} {used_text} within the budget of {b.seconds:.3g} s; {config}"
+
+
+def best_partial_line(study: Study) -> str:
+    """With no finished trial: the best value a run reached before it was stopped early, on a
+    line of its own ('' if no run reported progress)."""
+    fid, sign = study.cfg.fidelity, 1.0 if study.cfg.objective.mode == "max" else -1.0
+    partial = [tr for tr in study.optimizer.trials if tr.partial is not None]
+    if fid is None or not partial:
+        return ""
+    tr = max(partial, key=lambda tr: sign * tr.partial)
+    return (f"\nbest run so far: trial {tr.trial_id}, {study.metric} {tr.partial:.4g} at "
+            f"{fid.metric} {tr.progress * fid.max:g} of {fid.max:g} ({tr.status}: {tr.reason}); "
+            f"{format_config(tr.config)}")
 
 
 def diagnosis(study: Study) -> str:

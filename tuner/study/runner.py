@@ -38,8 +38,8 @@ from tuner.core.persist import StateError
 from tuner.core.trial import Status
 from tuner.loop.loop import FailFast, Limits, StopOnSignal, StudyFailed, StudyLoop
 
-from .budget import NothingFitsWarning, budget_text, measure_budget, reference_config
-from .callbacks import SaveState, ShowProgress, TrialTable
+from .budget import NothingFitsWarning, budget_text, measure_budget, reference_config, stopping_rules
+from .callbacks import Curves, SaveState, ShowProgress, TrialTable
 from .config import ConfigError, StudyConfig
 from .executor import Executor
 from .progress import Progress
@@ -50,7 +50,8 @@ from .tracking import LogToTracker, Tracker, log_budget, study_params
 
 # Parts of the resolved config that define the study; the rest (limits, addresses) may change
 # between sessions of one study.
-IDENTITY = ("trainable", "trainable_options", "space", "objective", "budget", "optimizer")
+IDENTITY = ("trainable", "trainable_options", "space", "objective", "budget", "optimizer",
+            "fidelity", "early_stopping")
 
 
 class StudyRunner:
@@ -157,7 +158,7 @@ class StudyRunner:
             # a relative budget keeps the limit measured when the study started
             self.cfg = cfg = cfg.with_budget(old_budget["seconds"], old_budget.get("reference_seconds"))
         new = cfg.resolved()
-        changed = [k for k in IDENTITY if json.dumps(state["config"][k], sort_keys=True, default=str)
+        changed = [k for k in IDENTITY if json.dumps(state["config"].get(k), sort_keys=True, default=str)
                    != json.dumps(new[k], sort_keys=True, default=str)]
         if changed:
             raise ConfigError(f"--resume: the config changed {changed} since the study started; "
@@ -191,10 +192,11 @@ class StudyRunner:
             # armed only while no trial has ended (not on a resume of a study that ran)
             fail_fast = FailFast(min(run.fail_fast, run.trials) if not study.n_ended() else 0)
             loop = StudyLoop(opt, backend, self._limits(), metric=study.metric,
-                             callbacks=[self.saver, self.table, self.logger, fail_fast,
+                             callbacks=[Curves(study), self.saver, self.table, self.logger, fail_fast,
                                         NothingFitsWarning(study, progress),
                                         ShowProgress(study, progress)],
-                             should_stop=stop)
+                             should_stop=stop, fidelity=self.cfg.fidelity,
+                             stopping=stopping_rules(self.cfg))
             study.running = loop.running
             failure = None
             try:

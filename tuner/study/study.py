@@ -43,6 +43,7 @@ class Study:
         self.cfg, self.optimizer, self.session = cfg, optimizer, session
         self.clock, self.t0 = clock, t0
         self.running: Mapping[int, float] = {}
+        self.curves: dict[int, list[dict[str, Any]]] = {}   # what each trial reported (``Curves``)
 
     @property
     def metric(self) -> str:
@@ -99,7 +100,14 @@ class Study:
                 "train_time": tr.metrics.get("train_time"),
                 "pending_at_suggest": tr.pending_at_suggest, "start": tr.start_time,
                 "finish": tr.finish_time, "node": where.get("node"), "reason": tr.reason,
-                **tr.config}
+                **self._progress_column(tr), **tr.config}
+
+    def _progress_column(self, tr: Any) -> dict[str, Any]:
+        """With a fidelity: how far the run got (e.g. ``epoch``), from what it reported."""
+        fid = self.cfg.fidelity
+        if fid is None:
+            return {}
+        return {fid.metric: None if tr.progress is None else tr.progress * fid.max}
 
     def record(self, trial_id: int) -> TrialRecord:
         """A trial as the tracker logs it: its config, status, metrics (with the constraint
@@ -120,4 +128,5 @@ class Study:
             if value:
                 tags[key] = str(value)
         return TrialRecord(trial_id, dict(tr.config), str(tr.status), metrics, tags,
-                           tr.start_time, tr.finish_time or tr.start_time)
+                           tr.start_time, tr.finish_time or tr.start_time,
+                           self.curves.get(trial_id, []))

@@ -82,6 +82,7 @@ class LogToTracker(LoopCallback):
         done, self.to_log = self.to_log, []
         for tid in done:
             self.tracker.log_trial(self.study.record(tid))
+            self.study.curves.pop(tid, None)
         now = time.monotonic()
         if final or (done and now - self.progress_logged >= PROGRESS_EVERY):
             self.progress_logged = now

@@ -167,8 +167,12 @@ class Operations:
             entry = (child.info.run_id, False)
             children[tid] = entry
         run_id = entry[0]
+        curve = op.get("curve", [])
+        final_step = curve[-1][1] if curve else 0   # the result continues the curve
         self._log_batch(run_id, params=op["params"], tags=op["tags"],
-                        metrics=[Metric(k, v, op["end"], 0) for k, v in op["metrics"].items()])
+                        metrics=[Metric(k, v, ts, step) for ts, step, values in curve
+                                 for k, v in values.items()]
+                        + [Metric(k, v, op["end"], final_step) for k, v in op["metrics"].items()])
         client.set_terminated(run_id, op["status"], end_time=op["end"])
         children[tid] = (run_id, True)
 

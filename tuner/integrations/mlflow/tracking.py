@@ -64,7 +64,8 @@ log = logging.getLogger(__name__)
 
 DEFAULT_TRACKING_URI = "sqlite:///mlflow.db"
 # Trial outcome -> MLflow run status (MLflow has no TIMED_OUT; the ``status`` tag keeps it).
-RUN_STATUS = {"FINISHED": "FINISHED", "FAILED": "FAILED", "KILLED": "KILLED", "TIMED_OUT": "KILLED"}
+RUN_STATUS = {"FINISHED": "FINISHED", "FAILED": "FAILED", "KILLED": "KILLED", "TIMED_OUT": "KILLED",
+              "STOPPED": "KILLED"}
 HTTP_DEFAULTS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0", "MLFLOW_HTTP_REQUEST_TIMEOUT": "10",
                  "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT": "true"}
 _OK, _TRANSIENT, _REJECTED = "ok", "transient", "rejected"
@@ -183,10 +184,15 @@ class StudyTracker:
         if not self.parents[self._key].get("trials"):
             self.parents[self._key]["trials"] = True      # not adoptable any more (_resolve)
             self.parents.save()
-        self._submit({"op": "trial", "parent": self._key, "trial_id": tid,
-                      "status": RUN_STATUS.get(record.status, "FAILED"),
-                      "start": _ms(record.start_time), "end": _ms(record.end_time),
-                      "params": params, "metrics": metrics, "tags": tags})
+        op = {"op": "trial", "parent": self._key, "trial_id": tid,
+              "status": RUN_STATUS.get(record.status, "FAILED"),
+              "start": _ms(record.start_time), "end": _ms(record.end_time),
+              "params": params, "metrics": metrics, "tags": tags}
+        curve = [[_ms(p["time"]), int(p["step"] if p["step"] is not None else k + 1),
+                  metric_values(p["metrics"])[0]] for k, p in enumerate(record.curve)]
+        if curve:          # the learning curve: one metric history along the progress axis
+            op["curve"] = curve
+        self._submit(op)
 
     def log_progress(self, step: int, metrics: dict[str, float], timestamp: float | None = None) -> None:
         """Parent-run metrics at ``step`` (e.g. trials done) and wall-clock ``timestamp``."""

@@ -4,6 +4,9 @@ Trials run as plain Ray tasks (``ray.wait`` on the running set), not as Ray Tune
 task loop keeps the slots far busier for short trials (measured on a 2-core machine: README,
 "Why Ray tasks"; ``scripts/bench/bench_orchestration.py``).
 
+A trial whose trainable reports progress runs as a Ray generator task (``execute_steps``): each
+step's metrics stream back as they come (``ray.wait`` takes the generator), then the result.
+
 A stopped trial gets a KeyboardInterrupt in its worker (``ray.cancel(force=False)``), so the
 worker survives with its imports warm; only a trial that ignores it for ``grace`` seconds (stuck
 in C code) is killed with its worker.
@@ -19,7 +22,7 @@ import ray
 from ray import exceptions as rex
 
 from tuner.core.trial import Status
-from tuner.loop.loop import Result
+from tuner.loop.loop import Report, Result
 
 # ``ray.wait`` blocks in C and runs no Python signal handler until it returns: a blocked wait
 # is cut into pieces this long so that a Ctrl-C is acted on within that time.  A result or a
@@ -40,6 +43,26 @@ def execute_trial(trainable: str | Callable, config: dict[str, Any], options: di
             "node_id": ray.get_runtime_context().get_node_id(), "host": socket.gethostname()}
 
 
+def execute_steps(trainable: str | Callable, config: dict[str, Any], options: dict[str, Any],
+                  seed: int):
+    """The body of one Ray generator task: yield ``{"report": metrics}`` after each step of a
+    trainable that reports progress, then what ``execute_trial`` returns."""
+    from trainables import get_trainable
+
+    t0 = time.perf_counter()
+    steps = get_trainable(trainable).progress(config, options, seed)
+    while True:
+        try:
+            metrics = next(steps)
+        except StopIteration as end:
+            metrics = end.value
+            break
+        yield {"report": {k: float(v) for k, v in metrics.items()}}
+    runtime = time.perf_counter() - t0
+    yield {"metrics": {k: float(v) for k, v in metrics.items()}, "runtime": runtime,
+           "node_id": ray.get_runtime_context().get_node_id(), "host": socket.gethostname()}
+
+
 class RayBackend:
     """Runs each trial as a Ray task of ``execute_trial`` (``task``: its remote function with
     the trial's resources)."""
@@ -56,7 +79,7 @@ class RayBackend:
         ref = self.task.remote(self.trainable, dict(config), self.options, self.seed + trial_id)
         self._running[ref] = trial_id
 
-    def wait(self, until: float | None) -> list[Result]:
+    def wait(self, until: float | None) -> list[Result | Report]:
         """Every result that is ready once one is, or none when ``until`` comes (or a kill
         deadline of a stopped trial, or a stop request)."""
         while True:
@@ -110,19 +133,34 @@ class RayBackend:
                 ray.cancel(ref, force=True)
                 del self._stopping[ref]
 
-    def _collect(self, ref: ray.ObjectRef) -> Result:
-        tid = self._running.pop(ref)
+    def _collect(self, ref: Any) -> Result | Report:
+        """The result of a ready task, or the next item of a ready generator task (a report,
+        or its result)."""
+        tid = self._running[ref]
         end = self.clock()
         try:
-            out = ray.get(ref)
+            if isinstance(ref, ray.ObjectRefGenerator):
+                out = ray.get(next(ref))
+                if "report" in out:
+                    return Report(tid, end, out["report"])
+            else:
+                out = ray.get(ref)
+        except StopIteration:
+            out = {"error": "the trial's generator task ended without a result"}
         except rex.RayTaskError as exc:
+            del self._running[ref]
             return Result(tid, end, {}, Status.FAILED, task_error(exc))
         except rex.OutOfMemoryError as exc:
+            del self._running[ref]
             return Result(tid, end, {}, Status.KILLED,
                           f"killed by Ray's memory monitor: {first_line(exc)}")
         except rex.RayError as exc:   # worker crashed, node died, object lost
+            del self._running[ref]
             return Result(tid, end, {}, Status.FAILED,
                           f"worker or node lost ({type(exc).__name__}): {first_line(exc)}")
+        del self._running[ref]
+        if "error" in out:
+            return Result(tid, end, {}, Status.FAILED, out["error"])
         # the run time measured in the worker, unless the trainable reports its own
         return Result(tid, end, {"runtime": out["runtime"], **out["metrics"]},
                       info={"node": out["node_id"], "host": out["host"]})

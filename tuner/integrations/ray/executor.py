@@ -22,7 +22,7 @@ from tuner.study.config import ConfigError, StudyConfig
 from tuner.study.executor import RunFailed
 from tuner.study.progress import Progress
 
-from .backend import RayBackend, execute_trial, first_line, task_error
+from .backend import RayBackend, execute_steps, execute_trial, first_line, task_error
 
 GATE_TIMEOUT = 120.0   # seconds a warm-up run waits for the other slots' runs
 
@@ -101,7 +101,7 @@ class RayExecutor:
         self.options = cfg.trainable_options
         self.started_here = False
         self.fits = self.run.max_concurrent
-        # Ray runs a task again when its worker or node is lost (not when it raises)
+        self.reports = cfg.fidelity is not None    # trials run as generator tasks, reporting
         self._task: Any = None
 
     @property
@@ -116,8 +116,9 @@ class RayExecutor:
             with progress.phase(f"starting Ray ({self.address or 'local'})"):
                 _init_ray(self.address, self.run.max_concurrent)
         self.fits = self._check_capacity(progress)
-        self._task = ray.remote(num_cpus=self.run.cpus_per_trial,
-                                max_retries=self.run.retries)(execute_trial)
+        # Ray runs a task again when its worker or node is lost (not when it raises)
+        self._task = ray.remote(num_cpus=self.run.cpus_per_trial, max_retries=self.run.retries)(
+            execute_steps if self.reports else execute_trial)
 
     def warm_up(self, progress: Progress, config: Mapping[str, Any]) -> None:
         """One short run per slot, each on a worker of its own, so no trial's run time includes
@@ -147,7 +148,13 @@ class RayExecutor:
         while pending:
             ready, pending = ray.wait(pending, num_returns=1)
             try:
-                out = ray.get(ready[0])
+                if self.reports:      # a generator task: its reports, then its result
+                    out = ray.get(next(ready[0]))
+                    if "report" in out:
+                        pending.append(ready[0])
+                        continue
+                else:
+                    out = ray.get(ready[0])
             except rex.RayError as exc:
                 raise RunFailed(task_error(exc)) from None
             yield out

@@ -1,0 +1,86 @@
+"""Runs that report progress on a real Ray, logged to a real MLflow sqlite store: a user's
+function that yields its score every epoch runs as a Ray generator task, ASHA stops runs
+mid-curve, each stopped run is recorded with its status, the last epoch it reached and the
+reason, and every run's learning curve is a metric history of its MLflow child run."""
+
+import csv
+import time
+
+import pytest
+from mlflow.tracking import MlflowClient
+
+from tuner.core.trial import Status
+from tuner.loop.problems import CrossingCurves
+from tuner.study.config import load_study
+
+from test_run import child_runs, run_quietly, study
+
+pytestmark = pytest.mark.slow
+
+EPOCHS = 9
+CURVES = CrossingCurves(epochs=EPOCHS)
+
+
+def fit_by_epoch(config):
+    """A training job that reports its validation score after each epoch."""
+    for epoch in range(1, EPOCHS + 1):
+        time.sleep(0.02)
+        yield {"epoch": epoch, "score": CURVES.score(config, epoch)}
+
+
+def progress_study(tmp_path, **sections):
+    sections = {"run": {"trials": 14}, **sections}
+    base = study(tmp_path, trainable=fit_by_epoch, space=CURVES.space,
+                 objective={"metric": "score", "mode": "max"},
+                 fidelity={"metric": "epoch", "max": EPOCHS}, **sections)
+    del base["trainable_options"]        # a user's function takes none
+    return load_study(base)
+
+
+def test_asha_stops_runs_mid_curve_and_each_curve_is_in_mlflow(ray_session, tmp_path):
+    cfg = progress_study(tmp_path, early_stopping={"rule": "asha", "grace": 1, "eta": 3})
+    result, printed = run_quietly(cfg)
+    opt = result.optimizer
+    assert result.status == "FINISHED" and len(opt.trials) == 14
+    stopped = [tr for tr in opt.trials if tr.status == Status.STOPPED]
+    finished = [tr for tr in opt.trials if tr.status == Status.FINISHED]
+    assert stopped and finished
+    assert result.best is not None and result.best["trial_id"] in {tr.trial_id for tr in finished}
+    with open(result.directory / "trials.csv") as fh:
+        rows = {int(r["trial"]): r for r in csv.DictReader(fh)}
+    for tr in stopped:
+        row = rows[tr.trial_id]
+        assert row["status"] == "STOPPED" and row["reason"].startswith("ASHA")
+        assert 1 <= float(row["epoch"]) < EPOCHS                     # the last epoch it reached
+        assert tr.partial == pytest.approx(CURVES.score(tr.config, float(row["epoch"])))
+    assert all(float(rows[tr.trial_id]["epoch"]) == EPOCHS for tr in finished)
+
+    _, children = child_runs(cfg.mlflow.tracking_uri, "e2e")
+    client = MlflowClient(cfg.mlflow.tracking_uri)
+    by_trial = {int(c.data.tags["trial_id"]): c for c in children}
+    assert sorted(by_trial) == list(range(14))                       # every trial once
+    for tr in stopped + finished:
+        child = by_trial[tr.trial_id]
+        assert child.data.tags["status"] == str(tr.status)
+        history = client.get_metric_history(child.info.run_id, "score")
+        steps = sorted({m.step for m in history})
+        reached = float(rows[tr.trial_id]["epoch"])
+        assert steps == list(range(1, int(reached) + 1))             # one point per epoch
+        assert max(history, key=lambda m: m.step).value == pytest.approx(
+            CURVES.score(tr.config, reached))
+
+
+def test_a_study_whose_every_run_is_stopped_still_ends_with_a_best_and_a_summary(ray_session,
+                                                                                    tmp_path):
+    """A budget every run's pace breaks: all are stopped early by their pace, and the study
+    says so and shows the best run it saw."""
+    cfg = progress_study(tmp_path, run={"trials": 4},
+                         budget={"limit": 0.05, "stop_margin": 1.0, "pace_margin": 0.1})
+    result, printed = run_quietly(cfg)
+    opt = result.optimizer
+    assert all(tr.status == Status.STOPPED for tr in opt.trials)
+    assert all("pace" in tr.reason for tr in opt.trials)
+    assert result.diagnosis is not None and "STOPPED" in result.diagnosis
+    assert "no trial finished" in printed
+    best = max(opt.trials, key=lambda tr: tr.partial)
+    assert f"best run so far: trial {best.trial_id}, score {best.partial:.4g} at epoch" in printed
