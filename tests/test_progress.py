@@ -36,12 +36,19 @@ def test_asha_rungs_and_cutoff_follow_successive_halving():
     assert low.decide(2, 1, 0.95, 1.0) is not None         # minimizing: the large value stops
 
 
-def test_pace_budget_projects_the_full_run_from_its_pace():
+def test_pace_budget_projects_the_full_run_from_its_pace_after_its_start_up():
+    """The pace is taken from the first report on: a slow first step (start-up) is counted once."""
     rule = PaceBudget(limit=10.0, fidelity=FIDELITY, margin=0.1)
-    assert rule.decide(0, 9, 0.5, 3.0) is None             # 3 s for 1/3: 9 s projected
-    reason = rule.decide(1, 9, 0.5, 4.0)                   # 12 s projected > 11
-    assert reason is not None and "12 s" in reason and "budget of 10 s" in reason
+    assert rule.decide(0, 1, 0.5, 2.0) is None             # a first report: no pace yet
+    assert rule.decide(0, 9, 0.5, 4.0) is None             # 2 + 0.25 s/step x 26: 8.75 s
+    assert rule.decide(1, 1, 0.5, 1.0) is None
+    reason = rule.decide(1, 3, 0.5, 1.8)                   # 1.8 + 0.4 x 24 = 11.4 s > 11
+    assert reason is not None and "11.4 s" in reason and "budget of 10 s" in reason
+    rule.decide(2, 1, 0.5, 1.0)
     assert rule.decide(2, 27, 0.5, 30.0) is None           # at full length: the budget stop's job
+    rule.decide(3, 1, 0.5, 0.1)
+    assert rule.decide(3, 2, 0.5, 0.9) is None             # under 10 % of the limit: too early
+    assert rule.decide(3, 3, 0.5, 1.7) is not None         # 1.7 + 0.8 x 24 s
 
 
 def test_a_stopped_run_is_censored_at_the_value_it_reached():
@@ -97,9 +104,13 @@ def test_a_run_over_the_budget_by_its_pace_is_stopped_early_and_counts_as_a_viol
     assert paced, "some configurations are over the budget"
     for tr in paced:
         assert tr.metrics["runtime"] <= 1.1 * budget + 1e-9      # stopped before 1.1 x the limit
-        g = opt.constraints[0].observed(tr)
-        assert g == pytest.approx(tr.metrics["runtime"] / tr.progress / budget - 1.0)
+        g = opt.constraints[0].observed(tr)                      # the projected full run
+        assert g == pytest.approx(tr.projected_runtime / budget - 1.0)
         assert g > 0.1 - 1e-9                                    # a known violation
+        # even steps: the projection is the run's full duration
+        full = res.finish[res.configs.index(tr.config)] - res.start[res.configs.index(tr.config)]
+        assert tr.projected_runtime == pytest.approx(tr.metrics["runtime"] / tr.progress)
+        assert full == pytest.approx(tr.metrics["runtime"])      # the worker freed when stopped
 
 
 def test_reports_reach_the_optimizer_only_with_a_fidelity():

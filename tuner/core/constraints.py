@@ -113,12 +113,12 @@ class Constraint:
     def observed(self, trial: Trial) -> float | None:
         """g of the value a finished trial reported (a stopped one: its elapsed time), else None.
         A run stopped early (STOPPED) after reporting progress: its run time projected to full
-        length from its pace, elapsed / fraction done."""
+        length from its pace (``Trial.projected_runtime``)."""
         if trial.status == Status.RUNNING or self.metric not in trial.metrics:
             return None
         value = trial.metrics[self.metric]
-        if self.runtime and trial.status == Status.STOPPED and trial.progress:
-            value = value / trial.progress
+        if self.runtime and trial.status == Status.STOPPED and trial.projected_runtime is not None:
+            value = trial.projected_runtime
         return float(self.g(value))
 
     def lower_bound(self, trial: Trial, now: float) -> float | None:

@@ -149,7 +149,7 @@ class Optimizer:
         trial.status = Status.FINISHED
 
     def report(self, trial_id: int, value: float, progress: float,
-               metrics: Mapping[str, float] | None = None) -> None:
+               metrics: Mapping[str, float] | None = None, elapsed: float | None = None) -> None:
         """A running trial's objective ``value`` at ``progress`` (e.g. epochs done, growing): it is
         censored at this value instead of the minimum until it ends, and after if it is STOPPED
         (``censor_at_partial``): its run has shown this much.  Non-finite values are ignored."""
@@ -158,6 +158,9 @@ class Optimizer:
             raise ValueError(f"trial {trial_id}: progress {progress} reported after {trial.progress}")
         if math.isfinite(float(value)):
             trial.progress, trial.partial = float(progress), float(value)
+        if elapsed is not None and progress > 0:     # its pace (``Trial.projected_runtime``)
+            trial.pace = (trial.pace or [float(progress), float(elapsed)])[:2] + [float(progress),
+                                                                                 float(elapsed)]
         trial.metrics.update({k: float(v) for k, v in (metrics or {}).items()
                               if math.isfinite(float(v))})
 

@@ -61,8 +61,14 @@ class Trial:
     finish_time: float | None = None
     finish_index: int | None = None
     reason: str | None = None
-    progress: float | None = None   # the last progress it reported (e.g. epochs done)
+    progress: float | None = None   # the last progress it reported, as a fraction of a full run
     partial: float | None = None    # its objective at that point
+    pace: list[float] | None = None  # [fraction, elapsed s] at its first and last report
+
+    @property
+    def projected_runtime(self) -> float | None:
+        """Its run time at full length, projected from its pace (``projected_runtime``)."""
+        return None if self.pace is None else projected_runtime(*self.pace)
 
     def delay(self, unit: str) -> float | None:
         """d_s in ``unit``; None while the result has not arrived."""
@@ -82,7 +88,7 @@ class Trial:
                 "pending_at_suggest": self.pending_at_suggest, "status": self.status.value,
                 "value": self.value, "metrics": self.metrics, "finish_time": self.finish_time,
                 "finish_index": self.finish_index, "reason": self.reason,
-                **({"progress": self.progress, "partial": self.partial}
+                **({"progress": self.progress, "partial": self.partial, "pace": self.pace}
                    if self.progress is not None else {})}
 
     @classmethod
@@ -91,6 +97,15 @@ class Trial:
         d["x"] = np.asarray(d["x"], dtype=float)
         d["status"] = Status(d["status"])
         return cls(**d)
+
+
+def projected_runtime(p1: float, t1: float, pk: float, tk: float, full: float = 1.0) -> float:
+    """A run's time at progress ``full`` from two reports, (p1, t1) and (pk, tk): the pace
+    between them carried on from the last, so a slow start-up (loading data, building the
+    model) counts once, not once per step; from one report (pk = p1), tk / pk x full."""
+    if pk <= p1:
+        return tk / pk * full if pk > 0 else float("inf")
+    return tk + (tk - t1) / (pk - p1) * (full - pk)
 
 
 def upgrade_v1(d: dict[str, Any]) -> dict[str, Any]:

@@ -332,13 +332,13 @@ class StudyLoop:
         value, fid = r.metrics.get(self.metric), self.fidelity
         step = None if fid is None else r.metrics.get(fid.metric)
         usable = value is not None and step is not None and math.isfinite(value)
+        elapsed = r.time - self.running[r.trial_id]
         if usable and hasattr(self.optimizer, "report"):
-            self.optimizer.report(r.trial_id, value, fid.fraction(step))
+            self.optimizer.report(r.trial_id, value, fid.fraction(step), elapsed=elapsed)
         for cb in self.callbacks:
             cb.on_report(r)
         if not usable:
             return None
-        elapsed = r.time - self.running[r.trial_id]
         for rule in self.stopping:
             reason = rule.decide(r.trial_id, step, value, elapsed)
             if reason is not None:

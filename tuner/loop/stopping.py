@@ -20,6 +20,8 @@ from typing import Protocol
 
 import numpy as np
 
+from tuner.core.trial import projected_runtime
+
 
 @dataclass(frozen=True)
 class Fidelity:
@@ -85,19 +87,26 @@ class ASHA:
 @dataclass
 class PaceBudget:
     """Stop a run once its pace puts its full length over ``limit`` seconds by more than
-    ``margin``: projected = elapsed / fraction done, after at least ``min_fraction`` of the run
-    (one report may be all a short run gives)."""
+    ``margin``.  The pace is measured from the run's first report on, so that its start-up
+    (loading data, building the model: often as long as several steps) is counted once, not
+    once per step (``tuner.core.trial.projected_runtime``).  A run is judged from its second
+    report on, once it has run ``min_share`` of the limit (a pace over a few milliseconds is
+    noise)."""
 
     limit: float
     fidelity: Fidelity
     margin: float = 0.1
-    min_fraction: float = 0.0
+    min_share: float = 0.1
+    first: dict[int, tuple[float, float]] = field(default_factory=dict)   # trial -> (s_1, t_1)
 
     def decide(self, trial_id: int, step: float, value: float, elapsed: float) -> str | None:
-        done = self.fidelity.fraction(step)
-        if done <= 0 or done < self.min_fraction or done >= 1:
+        if trial_id not in self.first:
+            self.first[trial_id] = (float(step), float(elapsed))
             return None
-        projected = elapsed / done
+        s1, t1 = self.first[trial_id]
+        if step <= s1 or step >= self.fidelity.max or elapsed < self.min_share * self.limit:
+            return None
+        projected = projected_runtime(s1, t1, float(step), float(elapsed), self.fidelity.max)
         if projected > self.limit * (1 + self.margin):
             return (f"its pace ({self.fidelity.metric} {step:g} of {self.fidelity.max:g} in "
                     f"{elapsed:.3g} s) puts its full run at {projected:.3g} s, over the budget of "

@@ -108,17 +108,22 @@ class NothingFitsWarning(LoopCallback):
             self.check()
 
     def check(self) -> None:
+        """Runs stopped early for their score (not over the budget) are left out: they say
+        nothing about whether the budget fits; a stopped run counts at its projected run time."""
         study, b = self.study, self.study.cfg.budget
-        ended = study.n_ended()
-        if b is None or ended < self.next_warning:
+        if b is None:
+            return
+        trials = [study.optimizer.trials[tid] for tid in study.ended()]
+        trials = [tr for tr in trials if tr.status != Status.STOPPED or study.over_budget(tr.trial_id)]
+        ended = len(trials)
+        if ended < self.next_warning:
             return
         self.next_warning = 2 * ended
-        trials = study.optimizer.trials
-        if any(trials[tid].status == Status.FINISHED and not study.over_budget(tid)
-               for tid in study.ended()):
+        if any(tr.status == Status.FINISHED and not study.over_budget(tr.trial_id) for tr in trials):
             self.next_warning = math.inf     # something fits: no more warnings
             return
-        times = [trials[tid].metrics.get(b.metric) for tid in study.ended()]
+        times = [tr.projected_runtime if tr.status == Status.STOPPED else tr.metrics.get(b.metric)
+                 for tr in trials]
         times = [t for t in times if t is not None]
         if len(times) < ended:   # some failed without a run time: not a budget problem alone
             return
