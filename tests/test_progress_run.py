@@ -4,7 +4,10 @@ mid-curve, each stopped run is recorded with its status, the last epoch it reach
 reason, and every run's learning curve is a metric history of its MLflow child run."""
 
 import csv
+import re
+import signal
 import time
+from pathlib import Path
 
 import pytest
 from mlflow.tracking import MlflowClient
@@ -84,3 +87,62 @@ def test_a_study_whose_every_run_is_stopped_still_ends_with_a_best_and_a_summary
     assert "no trial finished" in printed
     best = max(opt.trials, key=lambda tr: tr.partial)
     assert f"best run so far: trial {best.trial_id}, score {best.partial:.4g} at epoch" in printed
+
+
+CURVE_MODULE = '''
+import time
+
+
+def fit(config):
+    """Ten epochs of 0.06 s; the score grows towards a level set by x."""
+    for epoch in range(1, 11):
+        time.sleep(0.06)
+        yield {"epoch": epoch, "score": config["x"] * (1 - 0.5 ** epoch)}
+'''
+
+
+def test_driver_killed_mid_curve_then_resume_loses_and_logs_nothing_twice(tmp_path):
+    """SIGKILL the driver while runs are mid-curve: --resume starts the interrupted runs over,
+    and every trial ends once in the state, trials.csv and MLflow, each MLflow curve with one
+    point per epoch it reached (no step logged twice)."""
+    from test_run import cli, config_file
+    from tuner.study.state import read_study_state
+
+    (tmp_path / "curvefit.py").write_text(CURVE_MODULE)
+    cfg = study(tmp_path, study="killed-curves", trainable="curvefit:fit",
+                space={"x": {"type": "float", "low": 0.0, "high": 1.0}},
+                objective={"metric": "score", "mode": "max"},
+                fidelity={"metric": "epoch", "max": 10},
+                early_stopping={"rule": "asha", "grace": 2, "eta": 2},
+                run={"trials": 10, "max_concurrent": 2})
+    del cfg["trainable_options"]
+    path = config_file(tmp_path, cfg)
+    folder = Path(cfg["output"]) / "killed-curves"
+    p = cli("run", str(path), cwd=tmp_path)
+    for line in p.stdout:
+        m = re.search(r"finished (\d+)/\d+  failed (\d+)", line)
+        if m and int(m.group(1)) + int(m.group(2)) >= 4:
+            break
+    time.sleep(0.15)                                   # the next runs are mid-curve
+    p.send_signal(signal.SIGKILL)
+    p.communicate(timeout=60)
+    _, state = read_study_state(folder / "state.json")
+    assert any(t["status"] == "RUNNING" for t in state["optimizer"]["trials"])
+
+    p = cli("run", str(path), "--resume", cwd=tmp_path)
+    out = p.communicate(timeout=300)[0]
+    assert p.returncode == 0, out
+    _, state = read_study_state(folder / "state.json")
+    statuses = [t["status"] for t in state["optimizer"]["trials"]]
+    assert len(statuses) == 10 and set(statuses) <= {"FINISHED", "STOPPED"}
+    with (folder / "trials.csv").open() as fh:
+        rows = list(csv.DictReader(fh))
+    assert sorted(int(r["trial"]) for r in rows) == list(range(10))
+    _, children = child_runs(cfg["mlflow"]["tracking_uri"], "killed-curves")
+    assert sorted(int(c.data.tags["trial_id"]) for c in children) == list(range(10))
+    client = MlflowClient(cfg["mlflow"]["tracking_uri"])
+    by_trial = {int(r["trial"]): r for r in rows}
+    for c in children:
+        steps = [m.step for m in client.get_metric_history(c.info.run_id, "epoch")]
+        reached = int(float(by_trial[int(c.data.tags["trial_id"])]["epoch"]))
+        assert sorted(set(steps)) == list(range(1, reached + 1))

@@ -192,8 +192,10 @@ class Optimizer:
         """A running trial's run began ``now``: its launch after the suggestion, or its start
         again after a resume (same id, configuration and place in the query order).  Only its
         start time moves, so its censoring window, elapsed time and stop time count from the
-        run's real start."""
-        self._running(trial_id).start_time = float(self.clock() if now is None else now)
+        run's real start; what an earlier attempt reported is forgotten (it starts over)."""
+        trial = self._running(trial_id)
+        trial.start_time = float(self.clock() if now is None else now)
+        trial.progress = trial.partial = trial.pace = None
 
     def stop_time(self, trial_id: int) -> float | None:
         """When a running trial passes limit x (1 + ``stop_margin``) of a run-time constraint
