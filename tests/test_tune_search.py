@@ -313,9 +313,13 @@ def test_trials_stopped_early_by_asha_are_censored_not_told(ray_session, tmp_pat
     early = [t for t, n in steps.items() if n < 8]
     full = [t for t, n in steps.items() if n == 8]
     assert early and full                                   # ASHA stopped some, not all
+    by_id = {ids[r.metrics["trial_id"]]: r for r in results}
     for t in early:
         tr = opt.trials[t]
-        assert tr.status == Status.KILLED and "stopped early by the scheduler" in tr.reason
+        assert tr.status == Status.STOPPED and "stopped early by the scheduler" in tr.reason
         assert tr.value is None                             # no objective value from it
+        # censored at the loss it had reached, at the fraction of max_t it got to
+        assert tr.partial == pytest.approx(by_id[t].metrics["loss"])
+        assert tr.progress == pytest.approx(steps[t] / 8)
     for t in full:
         assert opt.trials[t].status == Status.FINISHED

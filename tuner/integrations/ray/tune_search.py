@@ -35,10 +35,15 @@ How Ray's calls map onto the ask/tell ``Optimizer`` (``searcher.optimizer``):
   finite numeric entries of the result (``config/...`` entries excluded).  The *last* result a
   trial reported is the one told (as for every Ray searcher).  Completions of unknown trial ids
   (e.g. from a restored experiment) and repeated completions are ignored with a warning.
+* ``on_trial_result`` with ``max_t``: each intermediate result is reported to the optimizer
+  (``Optimizer.report(id, result[metric], time_attr / max_t)``), so a running trial is censored
+  at the value it has reached, not at the worst value.
 * Schedulers (ASHA, median stopping, ...): a trial that a scheduler stopped before it finished
-  is *censored* (``Optimizer.fail(..., status=KILLED)``), not told as an evaluation: its last
-  result is an intermediate one.  With ``max_t`` (the scheduler's; pass it with a scheduler) a
-  trial is a full evaluation when its ``time_attr`` reached it.  Without, it is inferred: a full
+  is *censored* (``Optimizer.fail(..., status=STOPPED)``), not told as an evaluation: its last
+  result is an intermediate one; with ``max_t`` it is censored at that result's value (a run
+  stopped at the first rung is not taught to the GP as the worst).  With ``max_t`` (the
+  scheduler's; pass it with a scheduler) a trial is a full evaluation when its ``time_attr``
+  reached it.  Without, it is inferred: a full
   evaluation when Ray passed its last result on (no stop decision) or it got as far as every
   trial before it (a ``stop={...}`` criterion); a trial the scheduler stopped while no other
   trial had gone further is then told as finished, which ``max_t`` avoids.
@@ -336,6 +341,17 @@ class TunerSearch(Searcher):
         if t is not None:
             self._seen[trial_id] = t
             self._furthest = max(self._furthest, t)
+            self._report(trial_id, result, t)
+
+    def _report(self, trial_id: str, result: Mapping[str, Any], t: float) -> None:
+        """An intermediate result at ``t`` of ``max_t`` to the optimizer (``Optimizer.report``)."""
+        opt_id, value = self._trial_ids.get(trial_id), _number(result.get(self._metric))
+        if self._max_t is None or opt_id is None or value is None or self.optimizer is None:
+            return
+        try:
+            self.optimizer.report(opt_id, value, min(t / self._max_t, 1.0))
+        except ValueError as exc:       # already ended, or progress that went back
+            logger.debug("TunerSearch: result of trial %s not reported: %s", trial_id, exc)
 
     def _stopped_early(self, trial_id: str, result: Mapping[str, Any]) -> str | None:
         """Why a trial's last result is no full evaluation, or None: a scheduler (ASHA, median
@@ -365,7 +381,8 @@ class TunerSearch(Searcher):
         status = Status.FAILED
         early = None if error or not result else self._stopped_early(trial_id, result)
         if early is not None:
-            reason, status = early, Status.KILLED
+            reason, status = early, Status.STOPPED
+            self._report(trial_id, result, _number(result.get(self._time_attr)))
         elif error:
             reason = "the trial raised an error (Ray Tune reported error=True)"
         elif not result:
