@@ -119,3 +119,26 @@ def test_reports_reach_the_optimizer_only_with_a_fidelity():
     assert all(tr.progress is None for tr in opt.trials)
     assert all(tr.status == Status.FINISHED for tr in opt.trials)
     assert np.isfinite([tr.value for tr in opt.trials]).all() and not math.isnan(opt.best().value)
+
+
+def test_the_curve_rule_learns_the_gain_still_to_come_and_stops_only_hopeless_runs():
+    """CurveRule: no decision before min_finished runs finished; a run on the course of a low
+    finished curve is stopped, one on the course of the best run is not."""
+    from tuner.core.curves import CurveModel
+    from tuner.loop.stopping import CurveRule
+
+    xs = {0: np.array([0.1, 0.5]), 1: np.array([0.3, 0.5]), 2: np.array([0.5, 0.5]),
+          3: np.array([0.7, 0.5]), 4: np.array([0.5, 0.5]), 5: np.array([0.15, 0.5])}
+    rule = CurveRule(CurveModel(2, 27, 0), xs.__getitem__, FIDELITY)
+    level = lambda x: 0.9 - abs(x[0] - 0.5)              # noqa: E731
+    curve = lambda x, k: level(x) * (1 - 0.7 ** k)       # noqa: E731
+    for t in range(4):
+        for k in (1, 2, 4, 8, 16):
+            assert rule.decide(t, k, curve(xs[t], k), k) is None      # nothing finished yet
+        rule.on_end(t, Status.FINISHED, curve(xs[t], 27))
+    assert rule.decide(4, 2, curve(xs[4], 2), 2) is None               # on course
+    assert rule.decide(4, 4, curve(xs[4], 4), 4) is None
+    reason = None
+    for k in (1, 2, 4, 8):
+        reason = reason or rule.decide(5, k, curve(xs[5], k), k)        # on a low curve
+    assert reason is not None and "unlikely to beat the best run" in reason

@@ -367,5 +367,8 @@ class StudyLoop:
             self.optimizer.fail(r.trial_id, reason or str(status), metrics=metrics,
                                 finish_time=r.end, status=status)
         outcome = Outcome(r.trial_id, r.end, metrics, status, reason, dict(r.info), start)
+        for rule in self.stopping:
+            if hasattr(rule, "on_end"):
+                rule.on_end(r.trial_id, status, metrics.get(self.metric))
         for cb in self.callbacks:
             cb.on_end(outcome)

@@ -8,6 +8,9 @@ reason.  Progress is read from the study's ``Fidelity`` (e.g. ``epoch`` of 80).
 * ``PaceBudget``: a run whose pace puts its full length over the run-time budget is stopped as
   soon as its reports show it (the product's rule: the papers do not stop runs), instead of
   when it passes the budget by ``stop_margin``.
+* ``CurveRule``: a run is stopped when a GP over (configuration, progress)
+  (``tuner.core.curves.CurveModel``) says it is unlikely to beat the best finished run at full
+  length: the upper confidence bound of its final value is below the best final value.
 
 A stopped run is censored at the value it reached (``Optimizer.report``), and a run-time
 constraint sees its run time projected to full length (``Constraint.observed``).
@@ -15,12 +18,14 @@ constraint sees its run time projected to full length (``Constraint.observed``).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Callable, Protocol
 
 import numpy as np
 
-from tuner.core.trial import projected_runtime
+from tuner.core.curves import CurveModel, _on_grid
+from tuner.core.trial import Status, projected_runtime
 
 
 @dataclass(frozen=True)
@@ -112,3 +117,44 @@ class PaceBudget:
                     f"{elapsed:.3g} s) puts its full run at {projected:.3g} s, over the budget of "
                     f"{self.limit:.3g} s")
         return None
+
+
+@dataclass
+class CurveRule:
+    """Stop a run once the upper confidence bound mu + kappa sigma of its value at full length
+    (``CurveModel.final``, given every curve so far and its own) is below the best value a
+    finished run reached: with kappa = 2, a chance of about 2 % that it would still win, if the
+    model is right.  Judged at steps 2, 4, 8, ... (where the model keeps points), once
+    ``min_finished`` runs have finished; ``x_of(trial_id)`` is a trial's configuration in the
+    unit cube (``Optimizer.trials[id].x``)."""
+
+    model: CurveModel
+    x_of: Callable[[int], np.ndarray]
+    fidelity: Fidelity
+    mode: str = "max"
+    kappa: float = 2.0
+    min_finished: int = 3
+    best: float = -math.inf            # the best final value, as a maximization
+
+    @property
+    def sign(self) -> float:
+        return 1.0 if self.mode == "max" else -1.0
+
+    def decide(self, trial_id: int, step: float, value: float, elapsed: float) -> str | None:
+        self.model.observe(trial_id, self.x_of(trial_id), step, self.sign * value)
+        if (len(self.model.done) < self.min_finished or step < 2 or not _on_grid(step)
+                or step >= self.fidelity.max):
+            return None
+        mean, sd = self.model.final(self.x_of(trial_id), step, self.sign * value)
+        if mean + self.kappa * sd >= self.best:
+            return None
+        return (f"unlikely to beat the best run ({self.sign * self.best:.4g}): its predicted "
+                f"final value is {self.sign * mean:.4g} +- {sd:.2g} at {self.fidelity.metric} "
+                f"{step:g} of {self.fidelity.max:g}")
+
+    def on_end(self, trial_id: int, status: Status, value: float | None) -> None:
+        """A finished run's final value enters the model and may be the new best."""
+        if status == Status.FINISHED and value is not None and math.isfinite(value):
+            self.model.finish(trial_id, self.x_of(trial_id), self.sign * value)
+            self.best = max(self.best, self.sign * value)
+

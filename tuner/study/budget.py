@@ -11,7 +11,9 @@ import numpy as np
 from tuner.core.space import SearchSpace
 from tuner.core.trial import Status
 from tuner.loop.loop import LoopCallback, Outcome, StudyLoop
-from tuner.loop.stopping import ASHA, PaceBudget, StoppingRule
+from tuner.core.curves import CurveModel
+from tuner.core.optimizer import Optimizer
+from tuner.loop.stopping import ASHA, CurveRule, PaceBudget, StoppingRule
 
 from .config import Budget, ConfigError, StudyConfig
 from .executor import Executor, RunFailed
@@ -59,7 +61,7 @@ def measure_budget(cfg: StudyConfig, executor: Executor, progress: Progress) -> 
     return cfg.with_budget(b.multiple * reference, reference)
 
 
-def stopping_rules(cfg: StudyConfig) -> list[StoppingRule]:
+def stopping_rules(cfg: StudyConfig, optimizer: Optimizer) -> list[StoppingRule]:
     """The rules that stop runs reporting progress early: a run-time budget by pace
     (``budget.pace_margin``), then ``early_stopping``; none without a fidelity."""
     fid, b, es = cfg.fidelity, cfg.budget, cfg.early_stopping
@@ -70,6 +72,10 @@ def stopping_rules(cfg: StudyConfig) -> list[StoppingRule]:
         rules.append(PaceBudget(b.seconds, fid, b.pace_margin))
     if es.rule == "asha":
         rules.append(ASHA(fid.max, es.grace, es.eta, cfg.objective.mode))
+    elif es.rule == "curve":
+        model = CurveModel(optimizer.space.dim, fid.max, cfg.run.seed)
+        rules.append(CurveRule(model, lambda tid: optimizer.trials[tid].x, fid,
+                               cfg.objective.mode, es.kappa))
     return rules
 
 

@@ -10,7 +10,7 @@ A study file has these sections (``configs/`` spells them out; README "Study con
     objective: {metric, mode, bounds}
     budget: {limit, reference, metric, stop_margin, pace_margin}
     fidelity: {metric, max}          # the runs report progress (e.g. epoch of 80)
-    early_stopping: {rule, grace, eta}   # none or asha (needs fidelity)
+    early_stopping: {rule, grace, eta, kappa}   # none, asha or curve (needs fidelity)
     optimizer: {...}                 # tuner.core.settings.Settings fields
     run: {trials, max_concurrent, cpus_per_trial, trial_timeout, wall_clock_limit, seed, ...}
     ray: {address}
@@ -102,11 +102,12 @@ BUDGET_SCHEMA = {
     "pace_margin": Field((float, None), 0.1, minimum=0),   # with a fidelity: stop by pace
 }
 FIDELITY_SCHEMA = {"metric": Field((str,), "epoch"), "max": Field((float, None), None, above=0)}
-STOPPING_RULES = ("none", "asha")
+STOPPING_RULES = ("none", "asha", "curve")
 EARLY_STOPPING_SCHEMA = {
     "rule": Field((str,), "none", STOPPING_RULES),
     "grace": Field((float,), 1.0, above=0),      # ASHA's first rung, in fidelity units
     "eta": Field((float,), 3.0, above=1),        # ASHA's reduction factor
+    "kappa": Field((float,), 2.0, minimum=0),    # curve: stop when mu + kappa sigma < the best
 }
 REFERENCES = ("warmup",)
 _MULTIPLE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*[xX]\s*$")
@@ -229,6 +230,7 @@ class EarlyStopping:
     rule: str = "none"
     grace: float = 1.0
     eta: float = 3.0
+    kappa: float = 2.0
 
 
 @dataclass(frozen=True)

@@ -196,7 +196,7 @@ class StudyRunner:
                                         NothingFitsWarning(study, progress),
                                         ShowProgress(study, progress)],
                              should_stop=stop, fidelity=self.cfg.fidelity,
-                             stopping=stopping_rules(self.cfg))
+                             stopping=stopping_rules(self.cfg, opt))
             study.running = loop.running
             failure = None
             try:
