@@ -17,7 +17,7 @@ from mlflow.utils.validation import MAX_ENTITIES_PER_BATCH, MAX_PARAMS_TAGS_PER_
 
 from .parents import Parents
 
-log = logging.getLogger(__name__)
+log = logging.getLogger(__package__ + ".tracking")   # the tracker's records, under its logger
 
 RUN_KEY_TAG = "tuner.run_key"
 PARENT_TAG = "mlflow.parentRunId"

@@ -12,7 +12,7 @@ from typing import Any
 
 from tuner.core.persist import opened, write_state
 
-log = logging.getLogger(__name__)
+log = logging.getLogger(__package__ + ".tracking")   # the tracker's records, under its logger
 
 STATE_FILE = "mlflow_tracker.json"
 PARENTS_FORMAT = "tuner.mlflow_parents"   # STATE_FILE: the parent runs this folder logs to

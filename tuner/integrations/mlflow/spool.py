@@ -13,7 +13,7 @@ from typing import Any
 
 from tuner.core.persist import append_line, write_atomic
 
-log = logging.getLogger(__name__)
+log = logging.getLogger(__package__ + ".tracking")   # the tracker's records, under its logger
 
 SPOOL_FILE = "mlflow_spool.jsonl"
 REJECTED_FILE = "mlflow_rejected.jsonl"

@@ -1,12 +1,14 @@
 """MLflow tracking of a study: one parent run per study, one nested child run per trial.
 
-Layout in MLflow (README "MLflow", docs/mlflow.md): the experiment is named after the study;
-the parent run holds the study's settings as params, its progress (best so far, failures, utilization...) as metrics
-over time, and the artifacts (resolved config, trial table, plots); each trial is a child run
-(tag ``mlflow.parentRunId``, run name ``trial-0007``) with the hyperparameters as params, the
-trial's metrics, its real start and end times, and tags ``trial_id``, ``status``
-(FINISHED/FAILED/KILLED/TIMED_OUT; MLflow's own status is KILLED for TIMED_OUT), and whatever the
-caller adds (``pending_at_suggest``, ``node``, ``reason``...).
+Layout in MLflow (described for users in README "MLflow" and docs/mlflow.md): the experiment is
+named after the study; the parent run holds the study's settings as params, its progress (best
+so far, failures, utilization...) as metrics over time, and the artifacts (resolved config, trial
+table, plots); each trial is a child run (tag ``mlflow.parentRunId``, run name ``trial-0007``)
+with the hyperparameters as params, the trial's metrics (a run that reported progress: its
+learning curve as their history), its real start and end times, and tags ``trial_id``,
+``status`` (FINISHED/FAILED/KILLED/TIMED_OUT/STOPPED; MLflow's own status is KILLED for the last
+two, ``RUN_STATUS``), and whatever the caller adds (``pending_at_suggest``, ``node``,
+``reason``...).
 
 Only ``MlflowClient`` with explicit run ids is used, never the fluent ``mlflow.start_run``
 state, so several trackers can coexist in one process.
@@ -53,12 +55,13 @@ from mlflow.utils.validation import MAX_TAG_VAL_LENGTH
 from tuner.study.record import TrialRecord
 
 from .operations import Operations, permanent
-from .parents import PENDING, Parents
-from .spool import Spool
+from .parents import PENDING, STATE_FILE, Parents
+from .spool import REJECTED_FILE, SPOOL_FILE, SPOOL_FILES_DIR, Spool
 from .values import _text, _truncate, metric_values, mlflow_key, param_values, tag_values
 
-__all__ = ["DEFAULT_TRACKING_URI", "PENDING", "RUN_STATUS", "StudyTracker", "TrialRecord",
-           "metric_values", "mlflow_key", "param_values", "tag_values"]
+__all__ = ["DEFAULT_TRACKING_URI", "PENDING", "REJECTED_FILE", "RUN_STATUS", "SPOOL_FILE",
+           "SPOOL_FILES_DIR", "STATE_FILE", "StudyTracker", "TrialRecord", "metric_values",
+           "mlflow_key", "param_values", "tag_values"]
 
 log = logging.getLogger(__name__)
 
@@ -93,10 +96,10 @@ class StudyTracker:
         self.retries, self.backoff, self.probe_interval = max(int(retries), 0), backoff, probe_interval
         self.dir = Path(spool_dir)
         self.dir.mkdir(parents=True, exist_ok=True)
+        self.parents = Parents(self.dir)
         self.spool = Spool(self.dir)
         self.spool_path, self.rejected_path = self.spool.path, self.spool.rejected_path
         self._queue = self.spool.ops          # the spool's queue, oldest first
-        self.parents = Parents(self.dir)
         self.ops = Operations(self.tracking_uri, self.parents)
         self._key: str | None = None
         self._accepted: set[int] = set()       # trial ids logged or queued in this tracker
@@ -182,7 +185,7 @@ class StudyTracker:
             tags["truncated_params"] = ", ".join(cut)
         self._accepted.add(tid)
         if not self.parents[self._key].get("trials"):
-            self.parents[self._key]["trials"] = True      # not adoptable any more (_resolve)
+            self.parents[self._key]["trials"] = True      # not adoptable any more (Parents.resolve)
             self.parents.save()
         op = {"op": "trial", "parent": self._key, "trial_id": tid,
               "status": RUN_STATUS.get(record.status, "FAILED"),
@@ -263,18 +266,15 @@ class StudyTracker:
         """Send now, or queue behind what is already buffered; never raises."""
         try:
             if self._queue:
-                self._append(op)
+                self.spool.append(op)
                 self._drain(tries=1, force=False)
                 return
             if self._attempt(op, self.retries + 1) == _TRANSIENT:
-                self._append(op)
+                self.spool.append(op)
                 self._wait_longer()
                 self._degrade()
         except Exception as exc:  # noqa: BLE001 - e.g. the spool's disk is full: report, go on
             log.error("MLflow: could not log or buffer %s: %s", op.get("op"), exc)
-
-    def _append(self, op: dict[str, Any]) -> None:
-        self.spool.append(op)
 
     def _drain(self, tries: int, force: bool) -> None:
         """Send the queue in order; stop at the first item MLflow cannot take now."""
