@@ -24,7 +24,6 @@ import os
 import benchmarks.threads  # noqa: F401,E402  (before numpy: one BLAS thread per process)
 
 import argparse  # noqa: E402
-import csv  # noqa: E402
 import itertools  # noqa: E402
 import json  # noqa: E402
 import platform  # noqa: E402
@@ -38,6 +37,7 @@ from typing import Any  # noqa: E402
 import numpy as np  # noqa: E402
 
 from trainables import get_trainable  # noqa: E402
+from tuner.core.persist import write_table  # noqa: E402
 from tuner.core.space import SearchSpace  # noqa: E402
 
 TABLES_DIR = Path(__file__).resolve().parent / "tables"
@@ -119,11 +119,10 @@ def build(name: str, pool: Any, points: int | None, out_dir: Path, processes: in
             print(f"  {name}: {i + 1}/{len(configs)} ({time.perf_counter() - t0:.0f} s)", flush=True)
     seconds = time.perf_counter() - t0
     out_dir.mkdir(parents=True, exist_ok=True)
-    with open(out_dir / f"{name}.csv", "w", newline="") as fh:
-        w = csv.writer(fh)
-        w.writerow([*space.names, "accuracy", "train_time"])
-        for config, (acc, train_time, _, _) in zip(configs, results):
-            w.writerow([f"{config[k]:.10g}" for k in space.names] + [f"{acc:.6f}", f"{train_time:.5f}"])
+    write_table(out_dir / f"{name}.csv",
+                [{**{k: f"{config[k]:.10g}" for k in space.names},
+                  "accuracy": f"{acc:.6f}", "train_time": f"{train_time:.5f}"}
+                 for config, (acc, train_time, _, _) in zip(configs, results)])
     acc = np.array([r[0] for r in results])
     meta = {
         "name": name,

@@ -20,6 +20,15 @@ def mean_se(R: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return np.nanmean(R, 0), np.nanstd(R, 0) / np.sqrt(np.maximum(k, 1))
 
 
+def sample_mean_se(values: Iterable[float]) -> tuple[float, float, int]:
+    """Mean, sample standard error (ddof = 1) and count of the finite values; the error is nan
+    with fewer than two values (the window study's tables)."""
+    v = np.array([x for x in values if np.isfinite(x)], dtype=float)
+    if v.size == 0:
+        return math.nan, math.nan, 0
+    return float(v.mean()), float(v.std(ddof=1) / math.sqrt(v.size)) if v.size > 1 else math.nan, v.size
+
+
 GRID_POINTS = 41          # best-feasible curve on 0, H/40, ..., H
 FRACTIONS = (0.25, 0.5, 1.0)
 

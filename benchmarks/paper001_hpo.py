@@ -30,7 +30,6 @@ from __future__ import annotations
 import benchmarks.threads  # noqa: F401,E402  (before numpy: one BLAS thread per process)
 
 import argparse  # noqa: E402
-import csv  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 import warnings  # noqa: E402
@@ -41,6 +40,7 @@ from typing import Any, Mapping  # noqa: E402
 import numpy as np  # noqa: E402
 
 from tuner import PAPER_EXACT, Optimizer, Settings  # noqa: E402
+from tuner.core.persist import write_table  # noqa: E402
 from tuner.loop.simulator import simulate  # noqa: E402
 
 from .lookup import NAMES, load_table  # noqa: E402
@@ -176,10 +176,7 @@ def write_tables(R: dict, keys: list[tuple], args: argparse.Namespace, median_ru
                              "runs_with_result": int(np.sum(np.isfinite(regret[:, t - 1]))),
                              "solved": int(np.sum(regret[:, t - 1] == 0)),
                              "distinct_points_mean": round(float(distinct.mean()), 1)})
-    with open(args.out / "results.csv", "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
+    write_table(args.out / "results.csv", rows)
 
     def cell(r: dict) -> str:
         if not np.isfinite(r["regret_mean"]):

@@ -82,9 +82,11 @@ class Problem:
         return med + 0.9 * (top - med)
 
 
-def _uniform_configs(p: Problem, n: int = 2048) -> list[dict[str, Any]]:
-    sp = SearchSpace.from_dict(p.space)
-    U = sp.snap(qmc.Sobol(sp.dim, scramble=True, seed=7).random(n))
+def uniform_configs(space: Mapping[str, Mapping[str, Any]], n: int = 2048,
+                    seed: int = 7) -> list[dict[str, Any]]:
+    """``n`` configurations spread uniformly over ``space`` (scrambled Sobol, snapped)."""
+    sp = SearchSpace.from_dict(space)
+    U = sp.snap(qmc.Sobol(sp.dim, scramble=True, seed=seed).random(n))
     return [sp.decode(u) for u in U]
 
 
@@ -95,14 +97,14 @@ _RAND: dict[str, np.ndarray] = {}
 def average_runtime(p: Problem) -> float:
     """Mean run time over uniformly random configurations (Sobol, 2048 points)."""
     if p.name not in _AVG:
-        _AVG[p.name] = float(np.mean([p.mean_runtime(c) for c in _uniform_configs(p)]))
+        _AVG[p.name] = float(np.mean([p.mean_runtime(c) for c in uniform_configs(p.space)]))
     return _AVG[p.name]
 
 
 def random_values(p: Problem) -> np.ndarray:
     """Noise-free f of uniformly random *feasible* configurations."""
     if p.name not in _RAND:
-        cs = _uniform_configs(p)
+        cs = uniform_configs(p.space)
         _RAND[p.name] = np.array([p.f(c) for c in cs if p.feasible(c)] or [p.f(cs[0])])
     return _RAND[p.name]
 

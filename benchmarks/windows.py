@@ -57,7 +57,7 @@ from pathlib import Path  # noqa: E402
 from typing import Any, Callable, Iterable, Mapping  # noqa: E402
 
 import numpy as np  # noqa: E402
-from scipy.stats import qmc, wilcoxon  # noqa: E402
+from scipy.stats import wilcoxon  # noqa: E402
 
 
 from tuner import PAPER_EXACT, Optimizer, Settings  # noqa: E402
@@ -69,8 +69,8 @@ from tuner.loop.problems import BRANIN, HARTMANN6, gp_sample_1d  # noqa: E402
 from tuner.loop.simulator import Poisson, RunTime, simulate  # noqa: E402
 from tuner.core.space import SearchSpace  # noqa: E402
 
-from .metrics import mean_se  # noqa: E402
-from .problems import Problem  # noqa: E402
+from .metrics import mean_se, sample_mean_se  # noqa: E402
+from .problems import Problem, uniform_configs  # noqa: E402
 
 # --- problems ---------------------------------------------------------------------------------
 
@@ -137,15 +137,8 @@ PROBLEMS: dict[str, Problem] = {
 
 
 @lru_cache(maxsize=None)
-def _space(name: str) -> SearchSpace:
-    return SearchSpace.from_dict(PROBLEMS[name].space)
-
-
-@lru_cache(maxsize=None)
-def _uniform_configs(name: str, n: int = 4096) -> tuple[dict, ...]:
-    sp = _space(name)
-    U = sp.snap(qmc.Sobol(sp.dim, scramble=True, seed=12345).random(n))
-    return tuple(sp.decode(u) for u in U)
+def _uniform_configs(name: str) -> tuple[dict, ...]:
+    return tuple(uniform_configs(PROBLEMS[name].space, 4096, seed=12345))
 
 
 @lru_cache(maxsize=None)
@@ -362,9 +355,9 @@ def paper_report(path: Path) -> str:
         rs = [r for r in rows if r["window"] == w and int(r["T"]) == T]
         if not rs:
             continue
-        cells = [_fmt(*_mean_se(float(r[f"r{t}"]) for r in rs)[:2], 4) for t in marks]
+        cells = [_fmt(*sample_mean_se(float(r[f"r{t}"]) for r in rs)[:2], 4) for t in marks]
         lines.append(f"| {w} | " + " | ".join(cells)
-                     + f" | {_fmt(*_mean_se(float(r['censored_end']) for r in rs)[:2], 3)}"
+                     + f" | {_fmt(*sample_mean_se(float(r['censored_end']) for r in rs)[:2], 3)}"
                      f" | {np.mean([float(r['nu_mean']) for r in rs]):.3f}"
                      f" | {np.max([float(r['nu_max']) for r in rs]):.3f} | {len(rs)} |")
     return "\n".join(lines) + "\n"
@@ -520,13 +513,6 @@ def _cells(rows: Iterable[Mapping[str, Any]], by: tuple[str, ...]) -> dict[tuple
     return out
 
 
-def _mean_se(vals: Iterable[float]) -> tuple[float, float, int]:
-    v = np.array([x for x in vals if np.isfinite(x)], dtype=float)
-    if v.size == 0:
-        return math.nan, math.nan, 0
-    return float(v.mean()), float(v.std(ddof=1) / math.sqrt(v.size)) if v.size > 1 else math.nan, v.size
-
-
 def _fmt(m: float, se: float, digits: int = 3) -> str:
     if not np.isfinite(m):
         return "–"
@@ -566,9 +552,9 @@ def ratio_to(rows: list[dict], ref: str, windows: Iterable[str], metric: str) ->
         d = np.array(diffs)
         p = float(wilcoxon(d).pvalue) if w != ref and np.any(d != 0) else math.nan
         out[w] = {"ratio": math.exp(np.mean(logs)), "wins": float(np.mean(wins)), "cells": len(logs),
-                  "diff": float(d.mean()), "diff_se": float(d.std(ddof=1) / math.sqrt(d.size)),
+                  "diff": float(d.mean()), "diff_se": sample_mean_se(d)[1],
                   "p": p, "runs": d.size, "log10": float(np.mean(logdiffs)),
-                  "log10_se": float(np.std(logdiffs, ddof=1) / math.sqrt(len(logdiffs)))}
+                  "log10_se": sample_mean_se(logdiffs)[1]}
     return out
 
 
@@ -609,9 +595,9 @@ def report(path: Path, out: Path, n: int) -> str:
                 continue
             s = stats[budgets[-1]][w]
             rs = by_w[(w,)]
-            ce = _mean_se(r["censored_end"] for r in rs)
-            be = _mean_se(r["best_censored_end"] for r in rs)
-            ic = _mean_se(r["incumbent_censored"] for r in rs)
+            ce = sample_mean_se(r["censored_end"] for r in rs)
+            be = sample_mean_se(r["best_censored_end"] for r in rs)
+            ic = sample_mean_se(r["incumbent_censored"] for r in rs)
             add(f"| {w} | " + " | ".join(f"{stats[b][w]['ratio']:.2f}" for b in budgets)
                 + f" | {s['wins']:.2f} | {s['diff']:+.4f} ± {s['diff_se']:.4f} | "
                 f"{_pval(s['p'])} | {s['log10']:+.2f} ± {s['log10_se']:.2f} | "
@@ -641,7 +627,7 @@ def report(path: Path, out: Path, n: int) -> str:
                 vals = []
                 means = {}
                 for w in windows:
-                    m, se, _ = _mean_se(r[f"rt{b}"] for r in rs if r["window"] == w)
+                    m, se, _ = sample_mean_se(r[f"rt{b}"] for r in rs if r["window"] == w)
                     means[w] = m
                     vals.append((m, se))
                 best = np.nanmin([m for m, _ in vals]) if any(np.isfinite(m) for m, _ in vals) else None
@@ -656,7 +642,7 @@ def report(path: Path, out: Path, n: int) -> str:
         for key in sorted(cells):
             rs = cells[key]
             add(f"| {', '.join(str(k) for k in key)} | " + " | ".join(
-                _fmt(*_mean_se(r["censored_end"] for r in rs if r["window"] == w)[:2], 2)
+                _fmt(*sample_mean_se(r["censored_end"] for r in rs if r["window"] == w)[:2], 2)
                 for w in windows) + " |")
         add("")
         add("### Regret after a number of *completed* evaluations (mean over the slice)\n")
@@ -665,7 +651,7 @@ def report(path: Path, out: Path, n: int) -> str:
         add("|---|" + "---|" * len(marks))
         for w in windows:
             rs = [r for r in sel if r["window"] == w]
-            add(f"| {w} | " + " | ".join(_fmt(*_mean_se(r[f"rc{k}"] for r in rs)[:2]) for k in marks) + " |")
+            add(f"| {w} | " + " | ".join(_fmt(*sample_mean_se(r[f"rc{k}"] for r in rs)[:2]) for k in marks) + " |")
         add("")
 
     ucb = [r for r in rows if r["algorithm"] == "gp-ucb-sdf"]
@@ -704,8 +690,8 @@ def algo_table(rows: list[dict], budgets: list[int], add: Callable[[str], None])
         if algo in ("gp-ucb-sdf", "gp-ts-sdf") and w not in ("auto-iter", "auto-sec", "inf"):
             continue
         add(f"| {algo} | {w if algo != 'random' else '–'} | "
-            + " | ".join(_fmt(*_mean_se(r[f"rt{b}"] for r in rs)[:2]) for b in budgets)
-            + f" | {_fmt(*_mean_se(r['censored_end'] for r in rs)[:2], 2)} | {len(rs)} |")
+            + " | ".join(_fmt(*sample_mean_se(r[f"rt{b}"] for r in rs)[:2]) for b in budgets)
+            + f" | {_fmt(*sample_mean_se(r['censored_end'] for r in rs)[:2], 2)} | {len(rs)} |")
     add("\nBy W and run time at the largest budget:\n")
     groups = sorted(_cells(sel, ("workers", "runtime")))
     combos = [c for c in sorted(_cells(sel, ("algorithm", "window")))
@@ -715,7 +701,7 @@ def algo_table(rows: list[dict], budgets: list[int], add: Callable[[str], None])
     add("|---|" + "---|" * len(groups))
     for algo, w in combos:
         add(f"| {algo} / {w if algo != 'random' else '–'} | " + " | ".join(
-            _fmt(*_mean_se(r[f"rt{b}"] for r in sel if r["algorithm"] == algo and r["window"] == w
+            _fmt(*sample_mean_se(r[f"rt{b}"] for r in sel if r["algorithm"] == algo and r["window"] == w
                            and r["workers"] == g[0] and r["runtime"] == g[1])[:2]) for g in groups) + " |")
     add("")
 
