@@ -52,6 +52,28 @@ def shifted(post: Posterior, weight: float) -> Shifted:
     return Shifted(post, weight)
 
 
+def estimate(kind: str, post: Posterior, nu: float, C: np.ndarray, optimistic: float,
+             rng: np.random.Generator) -> EstimateFn:
+    """h_t of the algorithm's ``kind``: UCB / LCB mu + optimistic x nu sigma (``optimistic`` +1
+    for the objective, -1 for a constraint), a Thompson draw on C, or RandGP-UCB's mu + Z sigma."""
+    if kind == "ts":
+        return on_candidates(C, thompson_sample(post, C, nu, rng))
+    weight = optimistic * nu if kind == "ucb" else float(rng.normal(0.0, nu))
+    return shifted(post, weight)
+
+
+def on_candidates(C: np.ndarray, values: np.ndarray) -> EstimateFn:
+    """A function known only on the candidate set C (a Thompson draw), looked up by row."""
+
+    def h(U: np.ndarray) -> np.ndarray:
+        if U is C:
+            return values
+        idx = [int(np.flatnonzero(np.all(C == u, axis=1))[0]) for u in np.atleast_2d(U)]
+        return values[idx]
+
+    return h
+
+
 def probability_feasible(post: Posterior) -> EstimateFn:
     """P(g(x) <= 0) = Phi(-mu_g(x) / sigma_g(x)) under the constraint's posterior."""
 

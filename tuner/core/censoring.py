@@ -17,6 +17,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
+from .targets import normalized
 from .trial import Status, Trial
 
 UNITS = ("iterations", "seconds")
@@ -70,6 +71,29 @@ def usable(trial: Trial, m: float, unit: str) -> bool:
     """Finished with a delay inside the window: its value enters the GP uncensored."""
     d = trial.delay(unit)
     return trial.status == Status.FINISHED and d is not None and d <= m
+
+
+def counted(trials: Sequence[Trial], window: Window, pending: str, now: float,
+            t: int) -> tuple[float, list[Trial]]:
+    """The window m in force for query t and the results that count (``usable``).  The
+    baselines that ignore or hallucinate pending trials (``pending``) have no window (m = inf):
+    001 §6 and the authors' code count their results whenever they arrive."""
+    m = window.resolve(trials, now, t) if pending == "censor" else math.inf
+    return m, [tr for tr in trials if usable(tr, m, window.unit)]
+
+
+def censored_targets(trials: Sequence[Trial], done: list[Trial], mode: str, lo: float, hi: float,
+                     at_partial: bool) -> np.ndarray:
+    """Targets of eq. 1 (normalized over [lo, hi]): the usable results ``done``, 0 (the minimum)
+    for the rest; with ``at_partial`` a trial that reported progress is censored at its last value."""
+    y = np.zeros(len(trials))
+    partial = [tr for tr in trials if tr.partial is not None] if at_partial else []
+    if partial:
+        y[[tr.start_index for tr in partial]] = normalized(partial, mode, lo, hi,
+                                                           values=[tr.partial for tr in partial])
+    if done:
+        y[[tr.start_index for tr in done]] = normalized(done, mode, lo, hi)
+    return y
 
 
 def pending_in_window(trial: Trial, m: float, unit: str, now: float, t: int) -> bool:

@@ -23,7 +23,7 @@ import numpy as np
 
 from . import acquisition as acq
 from .algorithms import get_algorithm
-from .censoring import Window, constraint_view, usable
+from .censoring import Window, censored_targets, constraint_view, counted
 from .constraints import SHIFTS, Constraint, arrived_since, check_reported, make_handler, sample
 from .constraints import feasible as _feasible
 from .design import StartupDesign
@@ -32,15 +32,13 @@ from .gp import Hyperparameters, Posterior
 from .kernels import make_kernel
 from .maximize import maximize, candidate_set
 from .model import CensoredModel
-from .persist import envelope, opened, write_json
-from .settings import PAPER_EXACT, Settings
+from .persist import write_json
+from .settings import Settings
 from .space import SearchSpace
+from .state import built_with, changing_state, restore, state_dict
 from .targets import normalized, reward_range
-from .trial import Status, Trial, upgrade_v1
+from .trial import Status, Trial
 from .views import PosteriorView
-
-STATE_FORMAT = "tuner.optimizer"
-STATE_VERSION = 2      # 2: one status vocabulary (tuner.core.trial.Status)
 
 
 @dataclass(frozen=True)
@@ -251,47 +249,29 @@ class Optimizer:
         """c~_{s,t} of every started trial for constraint j (004 §5, plus elapsed-time bounds)."""
         now = float(self.clock()) if now is None else now
         c = self.constraints[j]
-        return constraint_view(c, self.trials, self._window(now, len(self.trials)), self.window.unit,
+        return constraint_view(c, self.trials, self._usable(now, len(self.trials))[0], self.window.unit,
                                now, self.settings.use_elapsed_bound and c.runtime)[1]
 
     # --- one suggestion ---------------------------------------------------------------------
 
-    def _window(self, now: float, t: int) -> float:
-        """The censoring window m in force for query t.  The baselines that ignore or
-        hallucinate pending trials have none (m = inf): 001 §6 and the authors' code count
-        their results whenever they arrive; the window belongs to censored feedback."""
-        if self.algorithm.pending != "censor":
-            return math.inf
-        return self.window.resolve(self.trials, now, t)
-
     def _usable(self, now: float, t: int) -> tuple[float, list[Trial]]:
-        m = self._window(now, t)
-        return m, [tr for tr in self.trials if usable(tr, m, self.window.unit)]
+        return counted(self.trials, self.window, self.algorithm.pending, now, t)
 
     def _censored(self, done: list[Trial]) -> np.ndarray:
-        """Targets of eq. 1: the usable results, 0 (the minimum) for the rest; with
-        ``censor_at_partial`` a trial that reported progress is censored at its last value."""
-        y = np.zeros(len(self.trials))
-        if self.settings.censor_at_partial:
-            partial = [tr for tr in self.trials if tr.partial is not None]
-            if partial:
-                y[[tr.start_index for tr in partial]] = normalized(
-                    partial, self.settings.mode, *self._reward_range(), values=[tr.partial for tr in partial])
-        if done:
-            y[[tr.start_index for tr in done]] = self._targets(done)
-        return y
+        return censored_targets(self.trials, done, self.settings.mode, *self._reward_range(),
+                                self.settings.censor_at_partial)
 
     def _choose(self, now: float, t: int) -> np.ndarray:
         s, algo = self.settings, self.algorithm
         m, done = self._usable(now, t)
         y_all = self._censored(done)
         post = self._fit_and_view(self.objective, done, y_all, self._targets)
-        beta = self._beta_t(t)
-        nu = self._nu(post, m, now, t, beta, s.b_y)
+        beta = self.exploration.beta_t(self.objective.gp_all, t)
+        nu = self.exploration.nu(post, self.trials, m, now, t, beta, s.b_y)
         self.last_nu = nu
         C = candidate_set(self.space, self.rng, s.n_candidates,
                           incumbents=self._incumbents(done), n_local=s.n_local, domain=self.domain)
-        f_est = self._estimate(post, nu, C, optimistic=+1.0)
+        f_est = acq.estimate(algo.estimate, post, nu, C, +1.0, self.rng)
         smooth = algo.smooth and self.domain is None
         if not self.constraints:
             return maximize(f_est, C, self.space, smooth=smooth, n_starts=s.n_starts)
@@ -321,13 +301,14 @@ class Optimizer:
                                          s.use_elapsed_bound and c.runtime)
         post_g = self._fit_and_view(self.constraint_models[j], done_c, yc_all,
                                     lambda trs: np.array([c.observed(tr) for tr in trs], dtype=float))
-        beta_g = self._beta_t(t) if s.beta_g is None else float(s.beta_g)
-        nu_g = self._nu(post_g, m, now, t, beta_g, s.b_c)        # v_t^g of 004 §5
+        beta_g = float(s.beta_g) if s.beta_g is not None else self.exploration.beta_t(
+            self.objective.gp_all, t)
+        nu_g = self.exploration.nu(post_g, self.trials, m, now, t, beta_g, s.b_c)  # v_t^g, 004 §5
         if self.handler.g_estimate in SHIFTS:
             return acq.shifted(post_g, SHIFTS[self.handler.g_estimate] * nu_g)
         if self.handler.g_estimate == "pof":
             return acq.probability_feasible(post_g)
-        return self._estimate(post_g, nu_g, C, optimistic=-1.0)
+        return acq.estimate(self.algorithm.estimate, post_g, nu_g, C, -1.0, self.rng)
 
     def objective_posterior(self, now: float | None = None) -> Posterior:
         """The objective posterior the next suggestion would use (normalized targets; no refit)."""
@@ -340,15 +321,6 @@ class Optimizer:
         """Refit if due, then the posterior the algorithm's pending-trial rule asks for."""
         return self.view(model, self.trials, self._by_id, done, y_all, targets, self.rng,
                          refit=refit, prior_mean=model is self.objective)
-
-    def _estimate(self, post: Posterior, nu: float, C: np.ndarray,
-                  optimistic: float) -> Callable[[np.ndarray], np.ndarray]:
-        """h_t: UCB (objective) / LCB (constraint), TS draw on C, or RandGP-UCB."""
-        est = self.algorithm.estimate
-        if est == "ts":
-            return _on_candidates(C, acq.thompson_sample(post, C, nu, self.rng))
-        weight = optimistic * nu if est == "ucb" else float(self.rng.normal(0.0, nu))
-        return acq.shifted(post, weight)
 
     def _start_round(self, t: int) -> None:
         """Feed the handler the constraint values that arrived since the previous round, in
@@ -366,12 +338,6 @@ class Optimizer:
 
     def _targets(self, trials: list[Trial]) -> np.ndarray:
         return normalized(trials, self.settings.mode, *self._reward_range())
-
-    def _beta_t(self, t: int) -> float:
-        return self.exploration.beta_t(self.objective.gp_all, t)
-
-    def _nu(self, post: Posterior, m: float, now: float, t: int, beta: float, bound: float) -> float:
-        return self.exploration.nu(post, self.trials, m, now, t, beta, bound)
 
     def _incumbents(self, done: list[Trial], k: int = 5) -> np.ndarray | None:
         if not done:
@@ -395,19 +361,13 @@ class Optimizer:
         return trial
 
     def state_dict(self) -> dict[str, Any]:
-        return envelope(STATE_FORMAT, STATE_VERSION, {
-            "space": self.space.to_dict(), "settings": self.settings.to_dict(),
-            "domain": None if self.domain is None else self.domain.tolist(),
-            **self.changing_state(), "trials": [tr.to_dict() for tr in self.trials]})
+        """The whole state as saved (``tuner.core.state``)."""
+        return state_dict(self)
 
     def changing_state(self) -> dict[str, Any]:
         """The parts of ``state_dict`` that change as trials run, but the trials (a journal
         keeps those apart: ``changed_trials``)."""
-        return {"objective": self.objective.state_dict(),
-                "constraint_models": [m.state_dict() for m in self.constraint_models],
-                "handler": self.handler.state_dict(),
-                "seen_constraint": sorted(self._seen_constraint),
-                "rng": self.rng.bit_generator.state}
+        return changing_state(self)
 
     def changed_trials(self) -> list[dict[str, Any]]:
         """The trials suggested, started or ended since the last call, as in ``state_dict``
@@ -422,25 +382,9 @@ class Optimizer:
     @classmethod
     def from_state(cls, state: Mapping[str, Any], *, clock: Callable[[], float] = time.time,
                    samplers: Mapping[str, Sampler] | None = None) -> "Optimizer":
-        version = opened(state, STATE_FORMAT, (1, STATE_VERSION), "the optimizer state")
-        # a state saved before a setting existed ran with the paper's value of it
-        older = {k: v for k, v in PAPER_EXACT.items() if k not in state["settings"]}
-        settings = Settings.from_dict({**older, **state["settings"]})
-        domain = None if state["domain"] is None else np.asarray(state["domain"])
-        opt = cls(SearchSpace.from_dict(state["space"]), settings, clock=clock, domain=domain,
-                  samplers=samplers)
-        upgrade = upgrade_v1 if version == 1 else dict
-        opt.trials = [Trial.from_dict(upgrade(d)) for d in state["trials"]]
-        opt._by_id = {tr.trial_id: tr for tr in opt.trials}
-        opt._live = {tr.trial_id: tr for tr in opt.trials if tr.status == Status.RUNNING}
-        opt.rng.bit_generator.state = state["rng"]
-        opt.objective.load_state(state["objective"], opt.trials)
-        for model, st in zip(opt.constraint_models, state["constraint_models"]):
-            model.load_state(st, opt.trials)
-        opt.handler.load_state(state["handler"])
-        opt._seen_constraint = set(state["seen_constraint"])
-        opt.handler.feasible_found = any(_feasible(tr, opt.constraints) for tr in opt.trials
-                                         if tr.trial_id in opt._seen_constraint)
+        space, settings, domain = built_with(state)
+        opt = cls(space, settings, clock=clock, domain=domain, samplers=samplers)
+        restore(opt, state)
         return opt
 
     @classmethod
@@ -449,14 +393,3 @@ class Optimizer:
         with open(path) as fh:
             return cls.from_state(json.load(fh), clock=clock, samplers=samplers)
 
-
-def _on_candidates(C: np.ndarray, values: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
-    """A function known only on the candidate set C (a Thompson draw), looked up by row."""
-
-    def h(U: np.ndarray) -> np.ndarray:
-        if U is C:
-            return values
-        idx = [int(np.flatnonzero(np.all(C == u, axis=1))[0]) for u in np.atleast_2d(U)]
-        return values[idx]
-
-    return h

@@ -1,0 +1,63 @@
+"""The optimizer's saved state (``Optimizer.state_dict``, read back by ``Optimizer.from_state``):
+what it was built with (space, settings, domain), what changes as trials run (the models, the
+handler's multipliers, the random generator) and every trial."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Mapping
+
+import numpy as np
+
+from .constraints import feasible
+from .persist import envelope, opened
+from .settings import PAPER_EXACT, Settings
+from .space import SearchSpace
+from .trial import Status, Trial, upgrade_v1
+
+if TYPE_CHECKING:
+    from .optimizer import Optimizer
+
+STATE_FORMAT = "tuner.optimizer"
+STATE_VERSION = 2      # 2: one status vocabulary (tuner.core.trial.Status)
+
+
+def state_dict(opt: Optimizer) -> dict[str, Any]:
+    return envelope(STATE_FORMAT, STATE_VERSION, {
+        "space": opt.space.to_dict(), "settings": opt.settings.to_dict(),
+        "domain": None if opt.domain is None else opt.domain.tolist(),
+        **opt.changing_state(), "trials": [tr.to_dict() for tr in opt.trials]})
+
+
+def changing_state(opt: Optimizer) -> dict[str, Any]:
+    """The parts of ``state_dict`` that change as trials run, but the trials."""
+    return {"objective": opt.objective.state_dict(),
+            "constraint_models": [m.state_dict() for m in opt.constraint_models],
+            "handler": opt.handler.state_dict(),
+            "seen_constraint": sorted(opt._seen_constraint),
+            "rng": opt.rng.bit_generator.state}
+
+
+def built_with(state: Mapping[str, Any]) -> tuple[SearchSpace, Settings, np.ndarray | None]:
+    """The space, settings and domain a saved optimizer was built with (checking the format)."""
+    opened(state, STATE_FORMAT, (1, STATE_VERSION), "the optimizer state")
+    # a state saved before a setting existed ran with the paper's value of it
+    older = {k: v for k, v in PAPER_EXACT.items() if k not in state["settings"]}
+    settings = Settings.from_dict({**older, **state["settings"]})
+    domain = None if state["domain"] is None else np.asarray(state["domain"])
+    return SearchSpace.from_dict(state["space"]), settings, domain
+
+
+def restore(opt: Optimizer, state: Mapping[str, Any]) -> None:
+    """Give ``opt``, freshly built with ``built_with(state)``, the rest of the saved state."""
+    upgrade = upgrade_v1 if state["version"] == 1 else dict
+    opt.trials = [Trial.from_dict(upgrade(d)) for d in state["trials"]]
+    opt._by_id = {tr.trial_id: tr for tr in opt.trials}
+    opt._live = {tr.trial_id: tr for tr in opt.trials if tr.status == Status.RUNNING}
+    opt.rng.bit_generator.state = state["rng"]
+    opt.objective.load_state(state["objective"], opt.trials)
+    for model, st in zip(opt.constraint_models, state["constraint_models"]):
+        model.load_state(st, opt.trials)
+    opt.handler.load_state(state["handler"])
+    opt._seen_constraint = set(state["seen_constraint"])
+    opt.handler.feasible_found = any(feasible(tr, opt.constraints) for tr in opt.trials
+                                     if tr.trial_id in opt._seen_constraint)
