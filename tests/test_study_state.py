@@ -100,3 +100,41 @@ def test_the_journal_is_folded_into_the_state_file_once_it_outgrows_it(tmp_path)
     assert len(folds) >= 3                                    # the state file was rewritten
     assert max(sizes) <= 2 * path.stat().st_size             # the journal never ran away
     assert sum(s > 0 for s in sizes) > len(sizes) / 2         # most steps were journal lines
+
+
+def test_a_learning_curve_the_tracker_has_not_logged_survives_a_crash(tmp_path):
+    """SaveState keeps the curve of an ended trial in the state until the tracker has logged it,
+    and a resumed study has it back for its child run (a hard kill between the two)."""
+    from tuner.loop.loop import Report
+    from tuner.study.callbacks import Curves, SaveState
+    from tuner.study.config import load_study
+    from tuner.study.runner import StudyRunner
+    from tuner.study.study import Session, Study
+
+    cfg = load_study({"study": "curves", "trainable": "logreg", "output": str(tmp_path),
+                      "space": {"C": {"type": "float", "low": 0.01, "high": 10.0}},
+                      "objective": {"metric": "accuracy", "mode": "max"},
+                      "fidelity": {"metric": "epoch", "max": 3}})
+    cfg.directory.mkdir(parents=True)
+    clock = Clock()
+    opt = Optimizer(cfg.space, cfg.settings, clock=clock)
+    study = Study(cfg, opt, Session(), clock, 0.0)
+    saver, curves = SaveState(study, StudyStateFile(cfg.directory / "state.json")), Curves(study)
+    done, running = opt.suggest().trial_id, opt.suggest().trial_id
+    for tid in (done, running):
+        opt.started(tid, 0.0)
+    for epoch in (1, 2, 3):
+        clock.now = float(epoch)
+        curves.on_report(Report(done, clock.now, {"epoch": epoch, "accuracy": 0.5 + epoch / 10}))
+    curves.on_report(Report(running, clock.now, {"epoch": 1, "accuracy": 0.4}))
+    opt.tell(done, 0.8, {"runtime": 3.0})
+    saver.save()                                     # then killed before the tracker logged it
+
+    runner = StudyRunner(cfg, executor=None, make_tracker=None, resume=True, clock=clock)
+    optimizer, restart = runner._prepare()
+    runner._open(optimizer)
+    assert restart == [running]
+    assert list(runner.study.curves) == [done]        # the running trial starts again from scratch
+    record = runner.study.record(done)
+    assert [p["step"] for p in record.curve] == [1, 2, 3]
+    assert record.curve[-1]["metrics"]["accuracy"] == 0.8

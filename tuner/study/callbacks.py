@@ -18,7 +18,8 @@ from .study import Study
 class SaveState(LoopCallback):
     """Counts each ended trial in the session, and saves the study state once per step of the
     loop that started or ended a trial (before the loop waits, and before the tracker hears of
-    the step's results): a journal line with what changed (``StudyStateFile``)."""
+    the step's results): a journal line with what changed (``StudyStateFile``), with the curves
+    of the ended trials the tracker has not logged yet (a crash before it does loses none)."""
 
     def __init__(self, study: Study, state_file: StudyStateFile):
         self.study, self.state_file = study, state_file
@@ -44,7 +45,8 @@ class SaveState(LoopCallback):
         new, self.new_where = self.new_where, set()
         self.state_file.save(self.study.cfg.resolved, self.study.optimizer,
                              {"elapsed_before": self.study.elapsed(), "busy_seconds": s.busy_seconds,
-                              "run_id": s.run_id}, s.where, new, whole=whole)
+                              "run_id": s.run_id, "curves": self.study.unlogged_curves()},
+                             s.where, new, whole=whole)
 
 
 class TrialTable(LoopCallback):

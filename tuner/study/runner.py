@@ -68,6 +68,7 @@ class StudyRunner:
         self.clock, self.grace = clock, grace
         self.resume, self.fresh = resume, fresh
         self.session = Session()
+        self.saved_curves: dict[int, list[dict[str, Any]]] = {}   # ended, not logged (resume)
         self.study: Study | None = None
         self.tracker: Tracker | None = None
         self._t0 = clock()
@@ -124,6 +125,7 @@ class StudyRunner:
     def _open(self, optimizer: Optimizer) -> TrialTable:
         """The study in memory, with its state saver and trial table; returns the table."""
         self.study = Study(self.cfg, optimizer, self.session, self.clock, self._t0)
+        self.study.curves.update(self.saved_curves)
         self.saver = SaveState(self.study, self.state_file)
         self.table = TrialTable(self.study, self.cfg.directory / "trials.csv")
         return self.table
@@ -170,6 +172,7 @@ class StudyRunner:
             k: {key: o[key] for key in ("node", "host") if o.get(key)} for k, o in s["outcomes"].items()}
         self.session = Session(float(s["elapsed_before"]), float(s["busy_seconds"]),
                                {int(k): v for k, v in where.items()}, s["run_id"])
+        self.saved_curves = {int(k): v for k, v in (s.get("curves") or {}).items()}
         return optimizer, [tr.trial_id for tr in optimizer.running]
 
     def _start_tracking(self) -> float:

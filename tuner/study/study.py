@@ -53,6 +53,11 @@ class Study:
         """Seconds this study has run, over all its sessions."""
         return self.session.elapsed_before + self.clock() - self.t0
 
+    def unlogged_curves(self) -> dict[int, list[dict[str, Any]]]:
+        """The learning curves of ended trials still waiting for the tracker."""
+        trials = self.optimizer.trials
+        return {tid: c for tid, c in self.curves.items() if trials[tid].status != Status.RUNNING}
+
     def ended(self) -> list[int]:
         """Ids of the trials that have ended, in order."""
         return [tr.trial_id for tr in self.optimizer.trials if tr.status != Status.RUNNING]

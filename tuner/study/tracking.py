@@ -99,3 +99,5 @@ class LogToTracker(LoopCallback):
         logged = self.tracker.logged_trial_ids()
         self.to_log = sorted(set(self.study.ended()) - logged)
         self.flush(final=True)
+        for tid in self.study.unlogged_curves():    # saved before the crash, logged since
+            self.study.curves.pop(tid)
