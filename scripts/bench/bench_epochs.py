@@ -6,7 +6,8 @@ Per run: the best accuracy within the budget, the loop's wall time (from the fir
 start to the last trial's end: Ray's and MLflow's start-up are left out, as they are the same
 for both), how many trials finished, were stopped, went over the budget, and the worker-seconds
 spent on runs that did not finish.  ``--trials`` sets the trials of both; ``--epochs-trials``
-lets the reporting study run more trials (it spends less per trial).
+lets the reporting study run more trials (it spends less per trial); ``--rules`` runs it again
+with other ``early_stopping`` rules (none, asha, curve).
 
     python scripts/bench/bench_epochs.py --seeds 3 --out docs/results/epochs
 """
@@ -25,23 +26,25 @@ from tuner.app.wiring import study_runner
 from tuner.core.persist import write_table
 from tuner.core.trial import Status
 from tuner.integrations.ray.executor import local_ray_config
-from tuner.study.config import load_study
+from tuner.study.config import load_study, read_yaml
 from tuner.study.progress import Progress
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 
 
-def one_run(name: str, seed: int, trials: int, root: Path) -> dict:
-    cfg = load_study(CONFIGS / f"{name}.yaml",
-                     {"seed": seed, "trials": trials, "output": str(root / "runs"),
-                      "tracking_uri": f"sqlite:///{root}/mlflow.db"})
+def one_run(name: str, seed: int, trials: int, root: Path, rule: str | None = None) -> dict:
+    data = read_yaml(CONFIGS / f"{name}.yaml")
+    if rule is not None:
+        data["early_stopping"] = {**data["early_stopping"], "rule": rule}
+    cfg = load_study(data, {"seed": seed, "trials": trials, "output": str(root / "runs"),
+                            "tracking_uri": f"sqlite:///{root}/mlflow.db"})
     result = study_runner(cfg, progress=Progress(stream=io.StringIO())).run()
     trs = result.optimizer.trials
     start = min(tr.start_time for tr in trs)
     end = max(tr.finish_time for tr in trs if tr.finish_time is not None)
     best = result.best
     wasted = sum(tr.metrics.get("runtime", 0.0) for tr in trs if tr.status != Status.FINISHED)
-    return {"study": name, "seed": seed, "trials": len(trs),
+    return {"study": name if rule is None else f"{name} ({rule})", "seed": seed, "trials": len(trs),
             "best": None if best is None else round(best["value"], 4),
             "loop_s": round(end - start, 2),
             "finished": sum(tr.status == Status.FINISHED for tr in trs),
@@ -59,6 +62,8 @@ def main() -> None:
     ap.add_argument("--trials", type=int, default=30)
     ap.add_argument("--epochs-trials", type=int, nargs="*", default=[],
                     help="also run the reporting study with these trial counts")
+    ap.add_argument("--rules", nargs="*", default=[],
+                    help="also run the reporting study with these early_stopping rules")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False,
@@ -66,10 +71,11 @@ def main() -> None:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for seed in range(args.seeds):
-            for name, trials in [("cnn", args.trials), ("cnn-epochs", args.trials),
-                                 *[("cnn-epochs", n) for n in args.epochs_trials]]:
-                root = Path(tmp) / f"{name}-{trials}-{seed}"
-                rows.append({**one_run(name, seed, trials, root), "trials_asked": trials})
+            for name, trials, rule in [("cnn", args.trials, None), ("cnn-epochs", args.trials, None),
+                                       *[("cnn-epochs", n, None) for n in args.epochs_trials],
+                                       *[("cnn-epochs", args.trials, r) for r in args.rules]]:
+                root = Path(tmp) / f"{name}-{trials}-{rule}-{seed}"
+                rows.append({**one_run(name, seed, trials, root, rule), "trials_asked": trials})
                 print(rows[-1], flush=True)
     ray.shutdown()
     lines = ["| study | trials | median best | best per seed | median loop time | finished | stopped "
@@ -90,6 +96,7 @@ def main() -> None:
         out.mkdir(parents=True, exist_ok=True)
         write_table(out / "runs.csv", rows)
         extra = f" --epochs-trials {' '.join(map(str, args.epochs_trials))}" if args.epochs_trials else ""
+        extra += f" --rules {' '.join(args.rules)}" if args.rules else ""
         (out / "summary.md").write_text(
             "# The built-in CNN study: reporting every epoch against reporting at the end\n\n"
             f"Command: `python scripts/bench/bench_epochs.py --seeds {args.seeds} --trials "

@@ -5,9 +5,10 @@ reason.  Progress is read from the study's ``Fidelity`` (e.g. ``epoch`` of 80).
 * ``ASHA``: asynchronous successive halving (Li et al. 2020, as Ray Tune's
   ``AsyncHyperBandScheduler`` applies it): rungs at ``grace * eta^k``; a run reaching a rung
   continues only if its value is in the top 1/eta of the values recorded at that rung so far.
-* ``PaceBudget``: a run whose pace puts its full length over the run-time budget is stopped as
-  soon as its reports show it (the product's rule: the papers do not stop runs), instead of
-  when it passes the budget by ``stop_margin``.
+* ``PaceBudget``: a run whose pace puts its full length over the run-time budget (with
+  confidence, from the spread of its own step times) is stopped as soon as its reports show
+  it (the product's rule: the papers do not stop runs), instead of when it passes the budget
+  by ``stop_margin``.
 * ``CurveRule``: a run is stopped when a GP over (configuration, progress)
   (``tuner.core.curves.CurveModel``) says it is unlikely to beat the best finished run at full
   length: the upper confidence bound of its final value is below the best final value.
@@ -90,32 +91,69 @@ class ASHA:
 
 
 @dataclass
+class Pace:
+    """A run's pace from its reports: the first (step, elapsed) and the last, and Welford's
+    running mean and variance of the seconds per step between consecutive reports."""
+
+    s1: float
+    t1: float
+    s: float = math.nan          # the last report
+    t: float = math.nan
+    n: int = 0                   # gaps between reports
+    mean: float = 0.0
+    m2: float = 0.0
+
+    def __post_init__(self) -> None:
+        self.s, self.t = self.s1, self.t1
+
+    def add(self, step: float, elapsed: float) -> None:
+        if step > self.s:
+            r = (elapsed - self.t) / (step - self.s)
+            self.n += 1
+            delta = r - self.mean
+            self.mean += delta / self.n
+            self.m2 += delta * (r - self.mean)
+            self.s, self.t = step, elapsed
+
+    def se(self) -> float:
+        """Standard error of the mean seconds per step (inf from fewer than two gaps)."""
+        return math.sqrt(self.m2 / (self.n - 1) / self.n) if self.n >= 2 else math.inf
+
+
+@dataclass
 class PaceBudget:
     """Stop a run once its pace puts its full length over ``limit`` seconds by more than
-    ``margin``.  The pace is measured from the run's first report on, so that its start-up
+    ``margin``, with confidence: the projected run time less ``z`` standard errors of it is
+    still over.  The pace is measured from the run's first report on, so that its start-up
     (loading data, building the model: often as long as several steps) is counted once, not
-    once per step (``tuner.core.trial.projected_runtime``).  A run is judged from its second
-    report on, once it has run ``min_share`` of the limit (a pace over a few milliseconds is
-    noise)."""
+    once per step (``tuner.core.trial.projected_runtime``); its standard error is that of the
+    mean seconds per step between reports (treated as independent) times the steps to come.
+    A run is judged from its third report on (two gaps give a spread), once it has run
+    ``min_share`` of the limit.  ``z = 0`` judges by the projection alone."""
 
     limit: float
     fidelity: Fidelity
-    margin: float = 0.1
+    margin: float = 0.0
+    z: float = 2.0
     min_share: float = 0.1
-    first: dict[int, tuple[float, float]] = field(default_factory=dict)   # trial -> (s_1, t_1)
+    paces: dict[int, Pace] = field(default_factory=dict)
 
     def decide(self, trial_id: int, step: float, value: float, elapsed: float) -> str | None:
-        if trial_id not in self.first:
-            self.first[trial_id] = (float(step), float(elapsed))
+        pace = self.paces.get(trial_id)
+        if pace is None:
+            self.paces[trial_id] = Pace(float(step), float(elapsed))
             return None
-        s1, t1 = self.first[trial_id]
-        if step <= s1 or step >= self.fidelity.max or elapsed < self.min_share * self.limit:
+        pace.add(float(step), float(elapsed))
+        full = self.fidelity.max
+        if (pace.n < 2 or step <= pace.s1 or step >= full
+                or elapsed < self.min_share * self.limit):
             return None
-        projected = projected_runtime(s1, t1, float(step), float(elapsed), self.fidelity.max)
-        if projected > self.limit * (1 + self.margin):
-            return (f"its pace ({self.fidelity.metric} {step:g} of {self.fidelity.max:g} in "
-                    f"{elapsed:.3g} s) puts its full run at {projected:.3g} s, over the budget of "
-                    f"{self.limit:.3g} s")
+        projected = projected_runtime(pace.s1, pace.t1, float(step), float(elapsed), full)
+        spread = self.z * pace.se() * (full - step) if self.z else 0.0
+        if projected - spread > self.limit * (1 + self.margin):
+            return (f"its pace ({self.fidelity.metric} {step:g} of {full:g} in {elapsed:.3g} s) "
+                    f"puts its full run at {projected:.3g} s (+- {spread:.2g}), over the budget "
+                    f"of {self.limit:.3g} s")
         return None
 
 

@@ -99,7 +99,7 @@ BUDGET_SCHEMA = {
     "reference": Field((str, dict, None), None),   # relative limits: warmup (default) or a config
     "metric": Field((str,), "runtime", BUDGET_METRICS),
     "stop_margin": Field((float, None), None, minimum=0),
-    "pace_margin": Field((float, None), 0.1, minimum=0),   # with a fidelity: stop by pace
+    "pace_margin": Field((float, None), 0.0, minimum=0),   # with a fidelity: stop by pace
 }
 FIDELITY_SCHEMA = {"metric": Field((str,), "epoch"), "max": Field((float, None), None, above=0)}
 STOPPING_RULES = ("none", "asha", "curve")
@@ -199,7 +199,7 @@ class Budget:
     multiple: float | None
     seconds: float | None
     reference_seconds: float | None = None
-    pace_margin: float | None = 0.1       # runs that report progress: stopped by their pace
+    pace_margin: float | None = 0.0       # runs that report progress: stopped by their pace
 
     @property
     def stop_at(self) -> float | None:
