@@ -14,6 +14,7 @@ from mlflow.tracking import MlflowClient
 
 from tuner.core.trial import Status
 from tuner.loop.problems import CrossingCurves
+from tuner.study.callbacks import read_curves
 from tuner.study.config import load_study
 
 from test_run import child_runs, run_quietly, study
@@ -57,6 +58,11 @@ def test_asha_stops_runs_mid_curve_and_each_curve_is_in_mlflow(ray_session, tmp_
         assert 1 <= float(row["epoch"]) < EPOCHS                     # the last epoch it reached
         assert tr.partial == pytest.approx(CURVES.score(tr.config, float(row["epoch"])))
     assert all(float(rows[tr.trial_id]["epoch"]) == EPOCHS for tr in finished)
+    curves = read_curves(result.directory / "curves.csv", "score")     # the plot's data
+    assert sorted(curves) == list(range(14))
+    for tr in stopped + finished:
+        assert [s for s, _ in curves[tr.trial_id]] == list(range(1, int(float(rows[tr.trial_id]["epoch"])) + 1))
+    assert (result.directory / "learning_curves.png").stat().st_size > 0
 
     _, children = child_runs(cfg.mlflow.tracking_uri, "e2e")
     client = MlflowClient(cfg.mlflow.tracking_uri)

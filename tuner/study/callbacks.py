@@ -4,13 +4,17 @@ tracker's is ``tracking.LogToTracker``, the budget warning ``budget.NothingFitsW
 
 from __future__ import annotations
 
+import csv
 import time
+from pathlib import Path
 from typing import Any, Mapping
 
-from tuner.core.persist import append_row, write_table
+from tuner.core.persist import append_row, csv_text, write_table
 from tuner.loop.loop import LoopCallback, Outcome, Report, StudyLoop
 
 from .progress import Progress
+
+CURVES_CSV = "curves.csv"   # what runs that report progress reported, in the study folder
 from .state import StudyStateFile
 from .study import Study
 
@@ -89,10 +93,13 @@ class ShowProgress(LoopCallback):
 
 class Curves(LoopCallback):
     """What each running trial reports (``Report``), kept for its MLflow child run (a metric
-    history along the fidelity), until the tracker has logged it."""
+    history along the fidelity) until the tracker has logged it, and appended to
+    ``curves.csv`` (trial, step, seconds into the run, objective) once per loop step, for the
+    learning-curve plot (``plots.curves_plot``) and for reading without MLflow."""
 
-    def __init__(self, study: Study):
-        self.study = study
+    def __init__(self, study: Study, path: Any = None):
+        self.study, self.path = study, path
+        self.rows: list[dict[str, Any]] = []
 
     def on_report(self, report: Report) -> None:
         fid = self.study.cfg.fidelity
@@ -100,4 +107,34 @@ class Curves(LoopCallback):
         self.study.curves.setdefault(report.trial_id, []).append(
             {"time": self.study.clock(), "step": None if step is None else int(step),
              "metrics": dict(report.metrics)})
+        value = report.metrics.get(self.study.metric)
+        if self.path is not None and step is not None and value is not None:
+            start = self.study.running.get(report.trial_id, report.time)
+            self.rows.append({"trial": report.trial_id, "step": step,
+                              "seconds": round(report.time - start, 4), self.study.metric: value})
 
+    def on_step(self, loop: StudyLoop) -> None:
+        if self.rows:
+            rows, self.rows = self.rows, []
+            new = not Path(self.path).exists()
+            with open(self.path, "a") as fh:
+                fh.write(csv_text(rows, header=new))
+
+
+def read_curves(path: Any, metric: str) -> dict[int, list[tuple[float, float]]]:
+    """``curves.csv`` as {trial: [(step, value), ...]}: each trial's last attempt (a trial
+    started again on --resume reports from its first step again)."""
+    out: dict[int, list[tuple[float, float]]] = {}
+    if not Path(path).exists():
+        return out
+    with open(path) as fh:
+        for row in csv.DictReader(fh):
+            try:
+                tid, step, value = int(row["trial"]), float(row["step"]), float(row[metric])
+            except (KeyError, TypeError, ValueError):      # a line cut by a crash
+                continue
+            curve = out.setdefault(tid, [])
+            if curve and step <= curve[-1][0]:
+                curve.clear()
+            curve.append((step, value))
+    return out

@@ -1,4 +1,5 @@
-"""The plots a study's parent MLflow run holds: score and run time over the study's wall clock.
+"""The plots a study's parent MLflow run holds: score and run time over the study's wall clock,
+and the learning curves of runs that report progress.
 
 ``study_plots`` draws them from the trial records the tracker logs (``tuner.integrations.mlflow.tracking``) and
 returns the PNG paths for ``StudyTracker.log_artifacts``.  Matplotlib with the Agg backend (no
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import matplotlib
 
@@ -20,6 +21,7 @@ from tuner.study.record import TrialRecord  # noqa: E402
 
 SCORE_PNG = "score_vs_wallclock.png"
 RUNTIME_PNG = "runtime_vs_budget.png"
+CURVES_PNG = "learning_curves.png"
 _STATUS_STYLE = {"FINISHED": ("tab:blue", "o"), "FAILED": ("tab:red", "x"),
                  "KILLED": ("tab:gray", "s"), "TIMED_OUT": ("tab:orange", "v"),
                  "STOPPED": ("tab:purple", "D")}
@@ -46,16 +48,55 @@ def best_so_far(records: Sequence[TrialRecord], metric: str, mode: str = "max"
 
 def study_plots(records: Sequence[TrialRecord], out_dir: str | os.PathLike, metric: str,
                 budget: float | None = None, mode: str = "max",
-                runtime_metric: str = "runtime") -> list[Path]:
+                runtime_metric: str = "runtime",
+                curves: Mapping[int, Sequence[tuple[float, float]]] | None = None,
+                fidelity: str = "step") -> list[Path]:
     """Write ``score_vs_wallclock.png`` (every finished trial's score at its end time, infeasible
     ones hollow, and the best feasible score so far as a step line) and ``runtime_vs_budget.png``
     (each trial's ``runtime_metric`` by trial id and status, with the budget as a line) into
-    ``out_dir``; returns their paths.  Time is seconds since the first trial started."""
+    ``out_dir``, and with ``curves`` (runs that reported progress: ``callbacks.read_curves``)
+    ``learning_curves.png``; returns their paths.  Time is seconds since the first trial
+    started."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     t0 = min((r.start_time for r in records), default=0.0)
-    return [_score_plot(records, out / SCORE_PNG, metric, mode, t0),
-            _runtime_plot(records, out / RUNTIME_PNG, runtime_metric, budget)]
+    paths = [_score_plot(records, out / SCORE_PNG, metric, mode, t0),
+             _runtime_plot(records, out / RUNTIME_PNG, runtime_metric, budget)]
+    if curves:
+        paths.append(curves_plot(records, curves, out / CURVES_PNG, metric, mode, fidelity))
+    return paths
+
+
+def curves_plot(records: Sequence[TrialRecord], curves: Mapping[int, Sequence[tuple[float, float]]],
+                path: Path, metric: str, mode: str = "max", fidelity: str = "step") -> Path:
+    """Every run's learning curve (``metric`` against the ``fidelity`` step), coloured by how it
+    ended; a stopped run's last point marked where it was stopped; the best finished run in
+    black."""
+    fig, ax = plt.subplots(figsize=(7, 4))
+    status = {r.trial_id: r.status for r in records}
+    finished = [r for r in records if r.status == "FINISHED" and metric in r.metrics and feasible(r)]
+    best = (max if mode == "max" else min)(finished, key=lambda r: r.metrics[metric]).trial_id \
+        if finished else None
+    labelled: set[str] = set()
+    for tid, curve in sorted(curves.items()):
+        if not curve or tid not in status or tid == best:
+            continue
+        st = status[tid]
+        color, marker = _STATUS_STYLE.get(st, ("tab:gray", "."))
+        xs, ys = zip(*curve)
+        ax.plot(xs, ys, color=color, alpha=0.45, lw=0.9,
+                label=None if st in labelled else f"{st.lower()} run")
+        labelled.add(st)
+        if st != "FINISHED":
+            ax.scatter([xs[-1]], [ys[-1]], color=color, marker=marker, s=18, zorder=3)
+    if best is not None and curves.get(best):
+        xs, ys = zip(*curves[best])
+        ax.plot(xs, ys, color="black", lw=2.0, label=f"best run (trial {best})")
+    n_stopped = sum(s == "STOPPED" for s in status.values())
+    ax.set_xlabel(fidelity)
+    ax.set_ylabel(metric)
+    ax.set_title(f"learning curves: {len(curves)} runs, {n_stopped} stopped early (marked)")
+    return _save(fig, path)
 
 
 def _score_plot(records: Sequence[TrialRecord], path: Path, metric: str, mode: str,

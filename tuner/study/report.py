@@ -15,7 +15,7 @@ from tuner.core.persist import write_atomic, write_json
 from tuner.core.trial import Status
 
 from .budget import budget_text, format_config
-from .callbacks import TrialTable
+from .callbacks import CURVES_CSV, TrialTable, read_curves
 from .config import StudyConfig
 from .progress import Progress, not_finished, rank_finished, summary_table
 from .study import Study
@@ -90,9 +90,11 @@ def finish(study: Study, table: TrialTable, tracker: Tracker, progress: Progress
         from .plots import study_plots
 
         records = [study.record(tid) for tid in study.ended()]
+        curves = read_curves(cfg.directory / CURVES_CSV, key) if cfg.fidelity else None
         paths += study_plots(records, cfg.directory, key, cfg.budget.seconds if cfg.budget else None,
                              cfg.objective.mode,
-                             runtime_metric=cfg.budget.metric if cfg.budget else "runtime")
+                             runtime_metric=cfg.budget.metric if cfg.budget else "runtime",
+                             curves=curves, fidelity=cfg.fidelity.metric if cfg.fidelity else "step")
     except Exception as exc:  # a plot must never cost the study its results
         progress.message(f"warning: plots not written: {exc}")
     tracker.log_artifacts(paths)

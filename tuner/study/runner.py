@@ -39,7 +39,7 @@ from tuner.core.trial import Status
 from tuner.loop.loop import FailFast, Limits, StopOnSignal, StudyFailed, StudyLoop
 
 from .budget import NothingFitsWarning, budget_text, measure_budget, reference_config, stopping_rules
-from .callbacks import Curves, SaveState, ShowProgress, TrialTable
+from .callbacks import CURVES_CSV, Curves, SaveState, ShowProgress, TrialTable
 from .config import ConfigError, StudyConfig
 from .executor import Executor
 from .progress import Progress
@@ -195,7 +195,7 @@ class StudyRunner:
             # armed only while no trial has ended (not on a resume of a study that ran)
             fail_fast = FailFast(min(run.fail_fast, run.trials) if not study.n_ended() else 0)
             loop = StudyLoop(opt, backend, self._limits(), metric=study.metric,
-                             callbacks=[Curves(study), self.saver, self.table, self.logger, fail_fast,
+                             callbacks=[Curves(study, self.cfg.directory / CURVES_CSV), self.saver, self.table, self.logger, fail_fast,
                                         NothingFitsWarning(study, progress),
                                         ShowProgress(study, progress)],
                              should_stop=stop, fidelity=self.cfg.fidelity,
