@@ -323,3 +323,137 @@ def test_trials_stopped_early_by_asha_are_censored_not_told(ray_session, tmp_pat
         assert tr.progress == pytest.approx(steps[t] / 8)
     for t in full:
         assert opt.trials[t].status == Status.FINISHED
+
+
+EPOCHS = 9
+
+
+def crossing_curve(config):
+    """A run that reports its score every epoch; the curves cross (CrossingCurves)."""
+    from tuner.loop.problems import CrossingCurves
+
+    curves = CrossingCurves(epochs=EPOCHS)
+    for epoch in range(1, EPOCHS + 1):
+        time.sleep(0.01)
+        tune.report({"epoch": epoch, "score": curves.score(config, epoch)})
+
+
+def test_tuner_scheduler_with_tuner_search_stops_runs_the_search_learns_from(ray_session, tmp_path):
+    """Both on a real Tuner: the curve rule stops runs mid-curve, each stopped run is STOPPED in
+    the search's optimizer with the rule's reason and censored at the score it reached, and
+    the best run is a finished one."""
+    from tuner.integrations.ray import TunerScheduler
+    from tuner.loop.problems import CrossingCurves
+
+    search = TunerSearch(metric="score", mode="max", seed=0, time_attr="epoch", max_t=EPOCHS,
+                         **FAST)
+    scheduler = TunerScheduler(search=search, time_attr="epoch", max_t=EPOCHS)
+    tuner = tune.Tuner(
+        crossing_curve,
+        param_space={"lr": tune.loguniform(1e-4, 1.0), "width": tune.lograndint(8, 256)},
+        tune_config=tune.TuneConfig(search_alg=search, scheduler=scheduler, num_samples=20,
+                                    max_concurrent_trials=2),
+        run_config=tune.RunConfig(name="curves", storage_path=str(tmp_path), verbose=0))
+    results = tuner.fit()
+    assert not results.errors and len(results) == 20
+    opt, ids = search.optimizer, search.trial_ids
+    epochs = {r.metrics["trial_id"]: r.metrics["epoch"] for r in results}
+    stopped = [rid for rid, e in epochs.items() if e < EPOCHS]
+    assert stopped and set(scheduler.reasons) == set(stopped)
+    curves = CrossingCurves(epochs=EPOCHS)
+    for r in results:
+        tr = opt.trials[ids[r.metrics["trial_id"]]]
+        if r.metrics["trial_id"] in stopped:
+            assert tr.status == Status.STOPPED and "unlikely to beat the best run" in tr.reason
+            assert tr.partial == pytest.approx(curves.score(r.config, r.metrics["epoch"]))
+        else:
+            assert tr.status == Status.FINISHED and tr.value == pytest.approx(r.metrics["score"])
+    best = results.get_best_result(metric="score", mode="max")
+    assert best.metrics["epoch"] == EPOCHS
+
+
+RESTORE_SCRIPT = '''
+import json, sys, time
+import ray
+from ray import tune
+from tuner.integrations.ray import TunerScheduler, TunerSearch
+from tuner.loop.problems import CrossingCurves
+
+EPOCHS = 9
+
+
+def fit(config):
+    curves = CrossingCurves(epochs=EPOCHS)
+    for epoch in range(1, EPOCHS + 1):
+        time.sleep(0.05)
+        tune.report({"epoch": epoch, "score": curves.score(config, epoch)})
+
+
+class Said(tune.Callback):
+    def on_trial_complete(self, iteration, trials, trial, **info):
+        print("complete", trial.trial_id, flush=True)
+
+
+path, how = sys.argv[1], sys.argv[2]
+ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+if how == "new":
+    search = TunerSearch(metric="score", mode="max", seed=0, time_attr="epoch", max_t=EPOCHS,
+                         n_candidates=128, n_local=16, n_starts=1)
+    tuner = tune.Tuner(fit, param_space={"lr": tune.loguniform(1e-4, 1.0),
+                                         "width": tune.lograndint(8, 256)},
+                       tune_config=tune.TuneConfig(
+                           search_alg=search, num_samples=24, max_concurrent_trials=2,
+                           scheduler=TunerScheduler(search=search, time_attr="epoch", max_t=EPOCHS)),
+                       run_config=tune.RunConfig(name="exp", storage_path=path, verbose=0,
+                                                 callbacks=[Said()]))
+else:
+    tuner = tune.Tuner.restore(path + "/exp", fit, resume_unfinished=True)
+tuner.fit()
+config = tuner._local_tuner._tune_config
+search, scheduler = config.search_alg, config.scheduler
+print("STATE " + json.dumps({
+    "trials": len(search.optimizer.trials),
+    "statuses": [str(t.status) for t in search.optimizer.trials],
+    "stopped": sorted(scheduler.reasons), "results": len(scheduler.events),
+    "same_search": scheduler.search is search,
+    "finished_in_model": len(scheduler.rules()[0].model.done)}), flush=True)
+'''
+
+
+def test_tuner_restore_continues_the_search_and_the_scheduler_rules(tmp_path):
+    """A Tuner with TunerSearch and TunerScheduler interrupted with Ctrl-C, then
+    Tuner.restore: the restored scheduler has the rules' state from before (the runs it
+    stopped, the finished runs in the curve model) and the experiment ends with every trial."""
+    import json as _json
+    import signal
+    import subprocess
+
+    script = tmp_path / "exp.py"
+    script.write_text(RESTORE_SCRIPT)
+    storage = tmp_path / "results"
+
+    def start(how):
+        return subprocess.Popen([sys.executable, str(script), str(storage), how], cwd=tmp_path,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+    p = start("new")
+    done = 0
+    for line in p.stdout:
+        done += line.startswith("complete")
+        if done >= 10:
+            break
+    p.send_signal(signal.SIGINT)
+    first = p.communicate(timeout=120)[0]
+    assert "STATE" in first, first[-3000:]
+    before = _json.loads(first.split("STATE ", 1)[1].splitlines()[0])
+    assert 10 <= before["trials"] < 24 and before["finished_in_model"] >= 1
+
+    p = start("restore")
+    out = p.communicate(timeout=300)[0]
+    assert p.returncode == 0 and "STATE" in out, out[-3000:]
+    after = _json.loads(out.split("STATE ", 1)[1].splitlines()[0])
+    assert after["same_search"]
+    assert set(before["stopped"]) <= set(after["stopped"])          # kept what it had stopped
+    assert after["finished_in_model"] >= before["finished_in_model"]
+    assert after["results"] > before["results"]
+    assert after["trials"] >= 24 and "RUNNING" not in after["statuses"]

@@ -51,6 +51,8 @@ How Ray's calls map onto the ask/tell ``Optimizer`` (``searcher.optimizer``):
   internally.  ``algorithm``, ``objective_bounds``, ``seed`` and any other keyword
   (``window``, ``beta``, ``n_candidates``...; see ``tuner.core.settings.Settings``) are Optimizer
   settings and are validated at construction.  ``clock=`` replaces the wall clock.
+* A ``TunerScheduler(search=...)`` used alongside: its stop reason becomes the trial's reason,
+  and its state travels in this searcher's checkpoint (``tune_scheduler`` module docstring).
 * ``save(path)``/``restore(path)``: one versioned JSON file (written to a temp file, then
   ``os.replace``) with ``Optimizer.state_dict()``, the id mapping, the remaining
   ``points_to_evaluate``, ``metric``, ``mode``, the settings and the constants of the param
@@ -277,6 +279,7 @@ class TunerSearch(Searcher):
         self._time_attr, self._max_t = time_attr, None if max_t is None else float(max_t)
         self._seen: dict[str, float] = {}      # Ray trial id -> time_attr of its last on_trial_result
         self._furthest = -math.inf             # the largest time_attr any trial reached
+        self.scheduler: Any = None             # a TunerScheduler used alongside (its state is ours)
         self._setup()
 
     # --- set-up ---------------------------------------------------------------------------------
@@ -382,6 +385,9 @@ class TunerSearch(Searcher):
         early = None if error or not result else self._stopped_early(trial_id, result)
         if early is not None:
             reason, status = early, Status.STOPPED
+            why = getattr(self.scheduler, "reasons", {}).get(trial_id)
+            if why:
+                reason = f"{reason}: {why}"
             self._report(trial_id, result, _number(result.get(self._time_attr)))
         elif error:
             reason = "the trial raised an error (Ray Tune reported error=True)"
@@ -430,6 +436,7 @@ class TunerSearch(Searcher):
             "trial_ids": self._trial_ids, "seen": self._seen,
             "furthest": None if math.isinf(self._furthest) else self._furthest,
             "optimizer": None if self.optimizer is None else self.optimizer.state_dict(),
+            "scheduler": None if self.scheduler is None else self.scheduler.get_state(),
         })
 
     def set_state(self, state: Mapping[str, Any]) -> None:
@@ -450,6 +457,8 @@ class TunerSearch(Searcher):
         else:
             self.optimizer = None
             self._setup()
+        if self.scheduler is not None and state.get("scheduler") is not None:
+            self.scheduler.set_state(state["scheduler"])   # after the optimizer: it replays on it
 
     def save(self, checkpoint_path: str) -> None:
         """Write the state as JSON, atomically (temp file in the same directory, then os.replace)."""
