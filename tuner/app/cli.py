@@ -98,12 +98,18 @@ def build_parser() -> argparse.ArgumentParser:
         c.set_defaults(func=_studies)
     # listed for --help; main() hands everything after "bench" to benchmarks.compare
     sub.add_parser("bench", help="the side-by-side benchmark against Optuna, Syne Tune and random "
-                   "search on one simulated worker pool (benchmarks.compare; try --quick, --help)")
+                   "search on one simulated worker pool (benchmarks.compare; try --quick, --help); "
+                   "`tuner bench curves`: the learning-curve benchmark (benchmarks.curves)")
     return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:2] == ["bench", "curves"]:
+        from benchmarks.curves import main as curves
+
+        curves(argv[2:])
+        return 0
     if argv[:1] == ["bench"]:
         from benchmarks.compare import main as bench
 

@@ -1,0 +1,279 @@
+"""The learning-curve benchmark: runs that report their score every epoch, stopped early by each
+method's own rule, on one simulated worker pool and clock (``tuner.loop.simulator.simulate``).
+
+    python -m benchmarks.curves --quick                        # a few minutes
+    nice -n 19 python -m benchmarks.curves                     # docs/results/curves
+    python -m benchmarks.curves --report-only --out DIR        # tables and plot from runs.csv
+    (also: tuner bench curves ...)
+
+Problems (``CurveProblem``; synthetic families with run times that depend on the
+configuration, ``tuner.loop.problems.CrossingCurves`` and its variants):
+
+* ``crossing``: crossing curves (slow starters end best), 27 epochs;
+* ``plateau``: the same with a third choice, ``optimizer`` in {sgd, adam}: adam learns three
+  times faster and plateaus 0.04 lower; learning rates over 0.1 diverge (the curve rises, then
+  falls back to chance), the hopeless runs early stopping is for;
+* ``noisy``: ``crossing`` with N(0, 0.02^2) noise on every reported score;
+* ``crossing-budget``: ``crossing`` with a run-time budget at the median run time of the space
+  (ours learn it as a constraint and stop runs by pace; the peers do not know it).
+
+Per run (W workers, horizon H simulated seconds): the best *full-length* true score among runs
+that finished (within the budget, on a budgeted problem) by H/4, H/2 and H; the time to a target
+score (90 % of the way from the median random configuration to the best); the worker-seconds
+spent on runs that were stopped early and on runs over the budget; trials started.  Methods:
+``benchmarks.curve_peers``.  Rows are appended to ``runs.csv`` as runs finish (resumable).
+"""
+
+from __future__ import annotations
+
+import benchmarks.threads  # noqa: F401,E402  (before numpy: one BLAS thread per process)
+
+import argparse  # noqa: E402
+import math  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+import warnings  # noqa: E402
+from dataclasses import dataclass  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Any, Mapping, Sequence  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+from tuner.core.persist import append_row, write_table  # noqa: E402
+from tuner.core.trial import Status  # noqa: E402
+from tuner.loop.problems import CrossingCurves  # noqa: E402
+from tuner.loop.simulator import simulate  # noqa: E402
+from tuner.loop.stopping import Fidelity  # noqa: E402
+
+from .compare import read_rows  # noqa: E402
+from .curve_peers import METHODS, available, make, worker_seconds  # noqa: E402
+from .problems import uniform_configs  # noqa: E402
+
+KEY = ("problem", "workers", "method", "seed")
+FRACTIONS = (0.25, 0.5, 1.0)
+
+
+class PlateauCurves(CrossingCurves):
+    """``CrossingCurves`` plus ``optimizer`` (sgd, adam) and diverging large learning rates
+    (module docstring)."""
+
+    space = {**CrossingCurves.space, "optimizer": {"type": "categorical", "choices": ["sgd", "adam"]}}
+
+    def score(self, config: Mapping[str, Any], t: float) -> float:
+        adam = config.get("optimizer") == "adam"
+        y = super().score(config, min(3.0 * t, self.epochs) if adam else t)
+        y -= 0.04 * adam * min(3.0 * t / self.epochs, 1.0)
+        if float(config["lr"]) > 0.1:        # diverges after a few epochs, back to chance
+            fall = min(max(t - 3.0, 0.0) / 4.0, 1.0)
+            y = (1 - fall) * y + fall * 0.1
+        return float(y)
+
+
+@dataclass
+class CurveProblem:
+    """A learning-curve problem: the family, its noise, an optional run-time budget."""
+
+    name: str
+    family: CrossingCurves
+    noise_std: float = 0.0
+    budgeted: bool = False
+    rounds: float = 12.0            # horizon at W = 4, in mean run times (half of it at W = 16)
+
+    def __post_init__(self) -> None:
+        configs = uniform_configs(self.family.space, 2048, seed=0)
+        self.space = self.family.space
+        self.epochs = self.family.epochs
+        finals = np.array([self.family.score(c, self.epochs) for c in configs])
+        times = np.array([self.family.mean_run_time(c) for c in configs])
+        self.mean_runtime = float(times.mean())
+        self.budget = float(np.median(times)) if self.budgeted else None
+        ok = times <= self.budget if self.budget is not None else np.ones(len(times), bool)
+        self.f_opt = float(self._best(ok, configs, finals))
+        self.target = float(np.median(finals) + 0.9 * (self.f_opt - np.median(finals)))
+        self.constraint = (None if self.budget is None else
+                           {"metric": "runtime", "limit": self.budget, "type": "budget",
+                            "runtime": True})
+
+    def _best(self, ok: np.ndarray, configs: list, finals: np.ndarray) -> float:
+        """The best feasible final score: the sample's best, refined on a grid of lr."""
+        best = float(finals[ok].max())
+        for c in np.array(configs, dtype=object)[ok][np.argsort(-finals[ok])[:20]]:
+            for lr in np.geomspace(1e-4, 1.0, 400):
+                best = max(best, self.family.score({**c, "lr": float(lr)}, self.epochs))
+        return best
+
+    def feasible(self, config: Mapping[str, Any]) -> bool:
+        return self.budget is None or self.family.mean_run_time(config) <= self.budget
+
+    def horizon(self, workers: int) -> float:
+        return self.rounds * self.mean_runtime * (1.0 if workers <= 4 else 0.5)
+
+
+PROBLEMS = {
+    "crossing": lambda: CurveProblem("crossing", CrossingCurves(epochs=27)),
+    "plateau": lambda: CurveProblem("plateau", PlateauCurves(epochs=27)),
+    "noisy": lambda: CurveProblem("noisy", CrossingCurves(epochs=27), noise_std=0.02),
+    "crossing-budget": lambda: CurveProblem("crossing-budget", CrossingCurves(epochs=27),
+                                            budgeted=True),
+}
+
+
+def one_run(problem: str, workers: int, method: str, seed: int,
+            rounds: float | None = None) -> dict[str, Any]:
+    """Simulate one (problem, W, method, seed); the CSV row.  ``rounds``: a shorter horizon."""
+    p = PROBLEMS[problem]()
+    if rounds is not None:
+        p.rounds = rounds
+    horizon = p.horizon(workers)
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        searcher, rules = make(method, p, seed)
+        res = simulate(searcher, p.family, p.family.run_time(), n_trials=10 ** 6, workers=workers,
+                       noise_std=p.noise_std, seed=1000 + seed, time_limit=horizon,
+                       fidelity=Fidelity("epoch", p.epochs), stopping=rules)
+    finals = np.array([p.family.score(c, p.epochs) for c in res.configs])
+    feasible = np.array([p.feasible(c) for c in res.configs], dtype=bool)
+    planned = np.array([m["runtime"] for m in res.metrics_true])
+    full = (res.status == Status.FINISHED) & feasible
+    if p.budget is not None:
+        full &= planned <= p.budget
+    stopped = (res.status == Status.STOPPED) | (res.status == Status.TIMED_OUT)
+    over = planned > p.budget if p.budget is not None else np.zeros(len(planned), bool)
+    row: dict[str, Any] = {"problem": problem, "workers": workers, "method": method, "seed": seed,
+                           "horizon": round(horizon, 3), "f_opt": p.f_opt, "target": p.target,
+                           "trials": len(res.configs), "finished": int(full.sum()),
+                           "stopped": int(stopped.sum())}
+    for q in FRACTIONS:
+        ok = full & (res.finish <= q * horizon)
+        row[f"best_{q:g}"] = float(finals[ok].max()) if ok.any() else math.nan
+    hit = full & (finals >= p.target)
+    row["time_to_target"] = float(res.finish[hit].min()) if hit.any() else math.inf
+    row["stopped_seconds"] = worker_seconds(res.start, res.finish, stopped, horizon)
+    row["over_budget_seconds"] = worker_seconds(res.start, res.finish, over, horizon)
+    row["worker_seconds"] = worker_seconds(res.start, res.finish, np.ones(len(planned), bool), horizon)
+    row["run_seconds"] = round(time.perf_counter() - t0, 2)
+    return row
+
+
+def run_all(jobs: Sequence[tuple[str, int, str, int]], path: Path, deadline: float | None) -> None:
+    done = {tuple(r[k] for k in KEY) for r in read_rows(path)}
+    todo = [j for j in jobs if tuple(str(v) for v in j) not in done]
+    t0 = time.perf_counter()
+    for i, job in enumerate(todo, 1):
+        if deadline is not None and time.time() > deadline:
+            print(f"deadline reached: {len(todo) - i + 1} runs not started", flush=True)
+            break
+        row = one_run(*job)
+        append_row(path, row)
+        print(f"[{time.perf_counter() - t0:6.0f}s] {i}/{len(todo)} {job}: {row['trials']} trials, "
+              f"best {row['best_1']:.4f}, {row['run_seconds']:.1f}s", flush=True)
+
+
+def summarize(rows: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
+    """Medians over seeds per (problem, W, method), and where each method ranks."""
+    groups: dict[tuple, list[dict[str, Any]]] = {}
+    for r in rows:
+        groups.setdefault((r["problem"], int(r["workers"]), r["method"]), []).append(r)
+    table = []
+    for (prob, w, m), rs in sorted(groups.items()):
+        med = {k: float(np.median([float(r[k]) if r[k] not in ("", "nan") else -math.inf
+                                   for r in rs]))
+               for k in ("best_0.25", "best_0.5", "best_1", "time_to_target", "stopped_seconds",
+                         "over_budget_seconds", "trials")}
+        table.append({"problem": prob, "W": w, "method": m, "seeds": len(rs), **med})
+    lines = []
+    for prob, w in dict.fromkeys((t["problem"], t["W"]) for t in table):
+        sub = [t for t in table if (t["problem"], t["W"]) == (prob, w)]
+        best = {k: max(t[k] for t in sub) for k in ("best_0.25", "best_1")}
+        fastest = min(t["time_to_target"] for t in sub)
+        lines += [f"\n### {prob}, W = {w} ({sub[0]['seeds']} seeds, medians)\n",
+                  "| method | best by H/4 | H/2 | H | time to target (s) | worker-s on stopped runs "
+                  "| worker-s over budget | trials |", "|---|---|---|---|---|---|---|---|"]
+        for t in sorted(sub, key=lambda t: -t["best_0.25"]):
+            mark = {k: "**" if t[k] >= best[k] - 1e-9 else "" for k in best}
+            ttt = "-" if math.isinf(t["time_to_target"]) else f"{t['time_to_target']:.1f}"
+            if t["time_to_target"] <= fastest + 1e-9 and ttt != "-":
+                ttt = f"**{ttt}**"
+            lines.append(f"| {t['method']} | {mark['best_0.25']}{t['best_0.25']:.4f}{mark['best_0.25']} "
+                         f"| {t['best_0.5']:.4f} | {mark['best_1']}{t['best_1']:.4f}{mark['best_1']} "
+                         f"| {ttt} | {t['stopped_seconds']:.0f} | {t['over_budget_seconds']:.0f} "
+                         f"| {t['trials']:.0f} |")
+    return "\n".join(lines) + "\n", table
+
+
+def write_report(out: Path) -> str:
+    rows = read_rows(out / "runs.csv")
+    text, table = summarize(rows)
+    write_table(out / "summary.csv", table)
+    head = ("# Learning-curve benchmark\n\nBest full-length score by H/4, H/2 and H (bold: best "
+            "or tied), median time to the target score (bold: fastest), worker-seconds on runs "
+            "stopped early and on runs over the budget. Command and problems: `benchmarks/curves.py`.\n")
+    (out / "tables.md").write_text(head + text)
+    _plot(rows, out)
+    return head + text
+
+
+def _plot(rows: list[dict[str, Any]], out: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    keys = sorted({(r["problem"], int(r["workers"])) for r in rows})
+    if not keys:
+        return
+    fig, axes = plt.subplots(1, len(keys), figsize=(4.2 * len(keys), 3.6), squeeze=False)
+    for ax, (prob, w) in zip(axes[0], keys):
+        sub = [r for r in rows if r["problem"] == prob and int(r["workers"]) == w]
+        for m in dict.fromkeys(r["method"] for r in sub):
+            ys = [np.median([float(r[f"best_{q:g}"]) if r[f"best_{q:g}"] not in ("", "nan") else np.nan
+                             for r in sub if r["method"] == m]) for q in FRACTIONS]
+            ax.plot(FRACTIONS, ys, marker="o", lw=2.2 if m.startswith("tuner") else 1.0,
+                    label=m)
+        ax.set_title(f"{prob}, W = {w}", fontsize=9)
+        ax.set_xlabel("fraction of the horizon")
+    axes[0][0].set_ylabel("best full-length score (median)")
+    axes[0][-1].legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(out / "best_vs_time.png", dpi=100)
+    plt.close(fig)
+
+
+def main(argv: Sequence[str] | None = None) -> Path:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="2 problems, W = 4, 2 seeds")
+    ap.add_argument("--out", default=None, help="default: docs/results/curves (full), a temp dir (quick)")
+    ap.add_argument("--seeds", type=int, default=None)
+    ap.add_argument("--problems", nargs="*", default=None, choices=list(PROBLEMS))
+    ap.add_argument("--methods", nargs="*", default=None, choices=list(METHODS))
+    ap.add_argument("--workers", nargs="*", type=int, default=None)
+    ap.add_argument("--report-only", action="store_true")
+    ap.add_argument("--deadline", default=None, help="HH:MM: start no run after it")
+    args = ap.parse_args(argv)
+    out = Path(args.out) if args.out else (Path(tempfile.mkdtemp(prefix="curves-quick-"))
+                                           if args.quick else Path("docs/results/curves"))
+    out.mkdir(parents=True, exist_ok=True)
+    if not args.report_only:
+        problems = args.problems or (["crossing", "plateau"] if args.quick else list(PROBLEMS))
+        methods = [m for m in (args.methods or METHODS) if available(m) or
+                   print(f"note: skipping {m}: its package is not installed")]
+        workers = args.workers or ([4] if args.quick else [4, 16])
+        seeds = args.seeds or (2 if args.quick else 10)
+        jobs = [(p, w, m, s) for s in range(seeds) for w in workers for p in problems for m in methods]
+        deadline = None
+        if args.deadline:
+            hh, mm = (int(v) for v in args.deadline.split(":"))
+            now = time.localtime()
+            deadline = time.mktime((now.tm_year, now.tm_mon, now.tm_mday, hh, mm, 0, 0, 0, -1))
+            if deadline < time.time():       # after midnight
+                deadline += 86400
+        print(f"{len(jobs)} runs -> {out}", flush=True)
+        run_all(jobs, out / "runs.csv", deadline)
+    print(write_report(out))
+    print(f"results: {out}")
+    return out
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,42 @@
+"""The learning-curve benchmark (benchmarks.curves) end to end on a short horizon: every method
+whose package is installed runs through its own API, and the rows say what happened."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from benchmarks.curve_peers import METHODS, available
+from benchmarks.curves import PROBLEMS, one_run, write_report
+
+STOPPING = {"tuner-asha", "random-topk", "ray-asha-random", "ray-asha-tpe", "optuna-tpe-hyperband",
+            "optuna-tpe-sh", "syne-asha", "syne-bohb"}
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_each_method_runs_and_its_row_adds_up(method):
+    if not available(method):
+        pytest.skip(f"{method}: its package is not installed (the bench extra)")
+    row = one_run("plateau", 4, method, seed=1, rounds=4)
+    assert 0 < row["finished"] <= row["trials"] and row["stopped"] < row["trials"]
+    assert row["best_1"] <= PROBLEMS["plateau"]().f_opt + 1e-9
+    assert not math.isnan(row["best_1"])
+    assert math.isnan(row["best_0.25"]) or row["best_0.25"] <= row["best_0.5"] <= row["best_1"]
+    assert 0 <= row["stopped_seconds"] <= row["worker_seconds"]
+    if method in STOPPING:
+        assert row["stopped"] > 0 and row["stopped_seconds"] > 0   # the rule stopped runs
+    if method == "tuner":
+        assert row["stopped"] == 0
+
+
+def test_a_budgeted_problem_counts_over_budget_seconds_and_ours_stop_by_pace(tmp_path):
+    rows = [one_run("crossing-budget", 4, m, seed=0, rounds=4) for m in ("tuner", "random-topk")]
+    assert rows[0]["over_budget_seconds"] >= 0 and rows[1]["over_budget_seconds"] > 0
+    from tuner.core.persist import write_table
+
+    write_table(tmp_path / "runs.csv", rows)
+    text = write_report(tmp_path)
+    assert "crossing-budget, W = 4" in text and "| tuner |" in text
+    assert (tmp_path / "best_vs_time.png").stat().st_size > 0
+
