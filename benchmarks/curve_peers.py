@@ -141,6 +141,8 @@ class OptunaStopped(OptunaAdapter):
             return super().fail(trial_id, reason, metrics, finish_time, status)
         trial = self._told(trial_id, finish_time)
         value = (metrics or {}).get(OBJECTIVE)
+        if self.constraints and "runtime" in (metrics or {}):   # the time it ran, as far as known
+            trial.set_user_attr("constraint", self.constraint_value(metrics))
         if self.as_value and value is not None:
             self.study.tell(trial, float(value))
         else:
