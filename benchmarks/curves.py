@@ -15,7 +15,11 @@ configuration, ``tuner.loop.problems.CrossingCurves`` and its variants):
   falls back to chance), the hopeless runs early stopping is for;
 * ``noisy``: ``crossing`` with N(0, 0.02^2) noise on every reported score;
 * ``crossing-budget``: ``crossing`` with a run-time budget at the median run time of the space
-  (ours learn it as a constraint and stop runs by pace; the peers do not know it).
+  (ours learn it as a constraint and stop runs by pace; the peers do not know it);
+* ``cnn-table``, ``logreg-table``, ``cnn-table-budget``: real per-epoch curves of the built-in
+  CNN (80 epochs) and logistic regression (500, every 5th kept), 128 configurations x 2 seeds
+  (``benchmarks.curve_tables``; built by ``benchmarks.build_curve_tables``); the budgeted one at
+  the median run time of the table.
 
 Per run (W workers, horizon H simulated seconds): the best *full-length* true score among runs
 that finished (within the budget, on a budgeted problem) by H/4, H/2 and H; the time to a target
@@ -80,7 +84,7 @@ class CurveProblem:
     rounds: float = 12.0            # horizon at W = 4, in mean run times (half of it at W = 16)
 
     def __post_init__(self) -> None:
-        configs = uniform_configs(self.family.space, 2048, seed=0)
+        configs = getattr(self.family, "configs", None) or uniform_configs(self.family.space, 2048, seed=0)
         self.space = self.family.space
         self.epochs = self.family.epochs
         finals = np.array([self.family.score(c, self.epochs) for c in configs])
@@ -95,8 +99,11 @@ class CurveProblem:
                             "runtime": True})
 
     def _best(self, ok: np.ndarray, configs: list, finals: np.ndarray) -> float:
-        """The best feasible final score: the sample's best, refined on a grid of lr."""
+        """The best feasible final score: the sample's best, refined on a grid of lr (a
+        synthetic family)."""
         best = float(finals[ok].max())
+        if hasattr(self.family, "configs"):        # a table: every configuration is in it
+            return best
         for c in np.array(configs, dtype=object)[ok][np.argsort(-finals[ok])[:20]]:
             for lr in np.geomspace(1e-4, 1.0, 400):
                 best = max(best, self.family.score({**c, "lr": float(lr)}, self.epochs))
@@ -109,13 +116,25 @@ class CurveProblem:
         return self.rounds * self.mean_runtime * (1.0 if workers <= 4 else 0.5)
 
 
+def _table(name: str, budgeted: bool = False) -> CurveProblem:
+    from .curve_tables import CurveTable
+
+    return CurveProblem(f"{name}-table" + ("-budget" if budgeted else ""), CurveTable(name),
+                        budgeted=budgeted)
+
+
 PROBLEMS = {
     "crossing": lambda: CurveProblem("crossing", CrossingCurves(epochs=27)),
     "plateau": lambda: CurveProblem("plateau", PlateauCurves(epochs=27)),
     "noisy": lambda: CurveProblem("noisy", CrossingCurves(epochs=27), noise_std=0.02),
     "crossing-budget": lambda: CurveProblem("crossing-budget", CrossingCurves(epochs=27),
                                             budgeted=True),
+    # real curves (benchmarks.build_curve_tables): the built-in CNN and logistic regression
+    "cnn-table": lambda: _table("cnn"),
+    "logreg-table": lambda: _table("logreg"),
+    "cnn-table-budget": lambda: _table("cnn", budgeted=True),
 }
+TABLE_PROBLEMS = ("cnn-table", "logreg-table", "cnn-table-budget")
 
 
 def one_run(problem: str, workers: int, method: str, seed: int,

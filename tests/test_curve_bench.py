@@ -41,3 +41,31 @@ def test_a_budgeted_problem_counts_over_budget_seconds_and_ours_stop_by_pace(tmp
     assert "crossing-budget, W = 4" in text and "| tuner |" in text
     assert (tmp_path / "best_vs_time.png").stat().st_size > 0
 
+
+
+@pytest.mark.parametrize("name", ["cnn", "logreg"])
+def test_the_shipped_curve_tables_hold_whole_real_runs(name):
+    from benchmarks.curve_tables import CurveTable
+
+    t = CurveTable(name)
+    assert len(t.configs) == 128 and all(len(s) == 2 for s in t.seeds.values())
+    kept = 80 if name == "cnn" else 100
+    for run in t.runs.values():
+        assert len(run) == kept and run[-1][0] == t.epochs
+        seconds = [sec for _, _, sec in run]
+        assert all(b > a for a, b in zip(seconds, seconds[1:]))      # time runs forward
+        assert all(0.0 <= a <= 1.0 for _, a, _ in run)
+    c = t.configs[5]
+    assert t.nearest(c) == t.ids[5]                                   # a table point snaps to itself
+    nudged = {k: (v * 1.001 if isinstance(v, float) else v) for k, v in c.items()}
+    assert t.nearest(nudged) == t.ids[5]
+    final, _, curve = t(c)
+    assert curve[-1][0] == 1.0 and curve[-1][1]["objective"] == final
+    assert t.run_time()(c, None) == t.runs[(t.ids[5], 0)][-1][2] or \
+        t.run_time()(c, None) == t.runs[(t.ids[5], 1)][-1][2]      # the drawn seed's own time
+
+
+def test_a_study_on_recorded_cnn_curves_stops_runs_and_finds_a_good_one():
+    row = one_run("cnn-table", 4, "tuner-asha", seed=0, rounds=6)
+    assert row["stopped"] > 0 and row["finished"] > 0
+    assert row["best_1"] > 0.8                  # half the table sits at chance (0.1)
