@@ -167,3 +167,21 @@ def test_the_curve_rule_learns_the_gain_still_to_come_and_stops_only_hopeless_ru
     for k in (1, 2, 4, 8):
         reason = reason or rule.decide(5, k, curve(xs[5], k), k)        # on a low curve
     assert reason is not None and "unlikely to beat the best run" in reason
+
+
+def test_a_run_stopped_after_one_report_does_not_teach_the_budget_its_start_up_as_its_pace():
+    """ASHA stops a run at its first report: that report's time is mostly start-up, and
+    projecting it over every epoch would read as a violation far over the budget.  Such a run
+    gives the run-time constraint nothing; one stopped later gives its projected run time."""
+    cons = [{"metric": "runtime", "limit": 10.0, "type": "budget", "runtime": True}]
+    opt = Optimizer({"x": {"type": "float", "low": 0.0, "high": 1.0}}, Settings(constraints=cons),
+                    objective_bounds=(0.0, 1.0), clock=lambda: 0.0)
+    early, later = opt.suggest().trial_id, opt.suggest().trial_id
+    opt.report(early, 0.3, 1 / 27, elapsed=1.5)                 # start-up 1.4 s + one 0.1 s epoch
+    opt.fail(early, "ASHA", metrics={"runtime": 1.5}, status=Status.STOPPED)
+    opt.report(later, 0.3, 1 / 27, elapsed=1.5)
+    opt.report(later, 0.5, 3 / 27, elapsed=1.7)
+    opt.fail(later, "ASHA", metrics={"runtime": 1.7}, status=Status.STOPPED)
+    c = opt.constraints[0]
+    assert c.observed(opt.trials[early]) is None                # not 1.5 x 27 = 40 s
+    assert c.observed(opt.trials[later]) == pytest.approx((1.7 + 0.1 * 24) / 10.0 - 1.0)

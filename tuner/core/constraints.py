@@ -113,11 +113,16 @@ class Constraint:
     def observed(self, trial: Trial) -> float | None:
         """g of the value a finished trial reported (a stopped one: its elapsed time), else None.
         A run stopped early (STOPPED) after reporting progress: its run time projected to full
-        length from its pace (``Trial.projected_runtime``)."""
+        length from its pace (``Trial.projected_runtime``); None after a single report (e.g.
+        ASHA's first rung), whose time is mostly start-up: projected x the epochs it would
+        make every such run look far over the budget."""
         if trial.status == Status.RUNNING or self.metric not in trial.metrics:
             return None
         value = trial.metrics[self.metric]
-        if self.runtime and trial.status == Status.STOPPED and trial.projected_runtime is not None:
+        if self.runtime and trial.status == Status.STOPPED and trial.pace is not None:
+            p1, _, pk, _ = trial.pace
+            if pk <= p1:       # one report: its time holds the start-up, there is no pace yet
+                return None
             value = trial.projected_runtime
         return float(self.g(value))
 
