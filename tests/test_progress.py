@@ -185,3 +185,4 @@ def test_a_run_stopped_after_one_report_does_not_teach_the_budget_its_start_up_a
     c = opt.constraints[0]
     assert c.observed(opt.trials[early]) is None                # not 1.5 x 27 = 40 s
     assert c.observed(opt.trials[later]) == pytest.approx((1.7 + 0.1 * 24) / 10.0 - 1.0)
+    assert opt.suggest().trial_id == 2                          # the constraint model takes both

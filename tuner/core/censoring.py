@@ -124,6 +124,6 @@ def constraint_view(c: Any, trials: Sequence[Trial], m: float, unit: str, now: f
             if elapsed_bound or tr.delay(unit) <= m:
                 done.append(tr)
                 y[tr.start_index] = value
-        elif elapsed_bound:
-            y[tr.start_index] = max(c.lower_bound(tr, now), 0.0)
+        elif elapsed_bound:      # a running trial's bound; 0 for one with nothing usable
+            y[tr.start_index] = max(c.lower_bound(tr, now) or 0.0, 0.0)
     return done, y
