@@ -218,7 +218,37 @@ def summarize(rows: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
                          f"| {t['best_0.5']:.4f} | {mark['best_1']}{t['best_1']:.4f}{mark['best_1']} "
                          f"| {ttt} | {t['stopped_seconds']:.0f} | {t['over_budget_seconds']:.0f} "
                          f"| {t['trials']:.0f} |")
-    return "\n".join(lines) + "\n", table
+    return "\n".join(lines) + "\n" + scoreboard(table), table
+
+
+def scoreboard(table: list[dict[str, Any]]) -> str:
+    """Per method of ours: on how many (problem, W) its median best by H/4 and by H is at least
+    every peer's (and within 0.002 of it), and its median time to target over the fastest
+    peer's."""
+    from .curve_peers import OURS, PEERS
+
+    keys = list(dict.fromkeys((t["problem"], t["W"]) for t in table))
+    lines = ["\n### Against every peer\n",
+             "| ours | best or tied by H/4 | within 0.002 by H/4 | best or tied by H | "
+             "time to target / fastest peer's (median over problems) |", "|---|---|---|---|---|"]
+    for m in OURS:
+        h4 = hh = near = 0
+        ratios, n = [], 0
+        for k in keys:
+            sub = {t["method"]: t for t in table if (t["problem"], t["W"]) == k}
+            peers = [sub[p] for p in PEERS if p in sub]
+            if m not in sub or not peers:
+                continue
+            n += 1
+            h4 += sub[m]["best_0.25"] >= max(p["best_0.25"] for p in peers) - 1e-9
+            near += sub[m]["best_0.25"] >= max(p["best_0.25"] for p in peers) - 0.002
+            hh += sub[m]["best_1"] >= max(p["best_1"] for p in peers) - 1e-9
+            fastest = min(p["time_to_target"] for p in peers)
+            ratios.append(sub[m]["time_to_target"] / fastest if math.isfinite(fastest) else math.nan)
+        if n:
+            ratio = float(np.nanmedian(ratios)) if not all(map(math.isnan, ratios)) else math.nan
+            lines.append(f"| {m} | {h4}/{n} | {near}/{n} | {hh}/{n} | {ratio:.2f} |")
+    return "\n".join(lines) + "\n"
 
 
 def write_report(out: Path) -> str:
@@ -242,18 +272,29 @@ def _plot(rows: list[dict[str, Any]], out: Path) -> None:
     keys = sorted({(r["problem"], int(r["workers"])) for r in rows})
     if not keys:
         return
-    fig, axes = plt.subplots(1, len(keys), figsize=(4.2 * len(keys), 3.6), squeeze=False)
-    for ax, (prob, w) in zip(axes[0], keys):
+    cols = min(4, len(keys))
+    rows_n = -(-len(keys) // cols)
+    fig, axes = plt.subplots(rows_n, cols, figsize=(4.0 * cols, 3.3 * rows_n), squeeze=False)
+    for ax in axes.flat[len(keys):]:
+        ax.set_visible(False)
+    for ax, (prob, w) in zip(axes.flat, keys):
         sub = [r for r in rows if r["problem"] == prob and int(r["workers"]) == w]
-        for m in dict.fromkeys(r["method"] for r in sub):
+        present = {r["method"] for r in sub}
+        for k, m in enumerate(METHODS):           # one colour per method in every panel
+            if m not in present:
+                continue
             ys = [np.median([float(r[f"best_{q:g}"]) if r[f"best_{q:g}"] not in ("", "nan") else np.nan
                              for r in sub if r["method"] == m]) for q in FRACTIONS]
-            ax.plot(FRACTIONS, ys, marker="o", lw=2.2 if m.startswith("tuner") else 1.0,
-                    label=m)
+            ax.plot(FRACTIONS, ys, marker="o", lw=2.4 if m.startswith("tuner") else 1.0,
+                    color=plt.get_cmap("tab10")(k % 10), label=m)
         ax.set_title(f"{prob}, W = {w}", fontsize=9)
-        ax.set_xlabel("fraction of the horizon")
-    axes[0][0].set_ylabel("best full-length score (median)")
-    axes[0][-1].legend(fontsize=7, loc="lower right")
+        ax.set_xlabel("fraction of the horizon", fontsize=8)
+        lo = np.nanmin([np.median([float(r["best_1"]) for r in sub if r["method"] == m])
+                        for m in dict.fromkeys(r["method"] for r in sub)])
+        ax.set_ylim(max(lo, float(np.nanmax([float(r["best_1"]) for r in sub])) - 0.08), None)
+    for ax in axes[:, 0]:
+        ax.set_ylabel("best full-length score (median)", fontsize=8)
+    axes.flat[0].legend(fontsize=6, loc="lower right")
     fig.tight_layout()
     fig.savefig(out / "best_vs_time.png", dpi=100)
     plt.close(fig)
