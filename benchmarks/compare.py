@@ -111,9 +111,13 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
         return list(csv.DictReader(fh))
 
 
-def run_all(jobs: list[tuple[str, int, str, int]], path: Path, deadline: float | None = None) -> float:
-    """Run the jobs not in ``path`` yet, appending rows, until ``deadline`` (epoch seconds:
-    no run starts after it); returns the seconds spent."""
+def run_all(jobs: list[tuple[str, int, str, int]], path: Path, deadline: float | None = None,
+            run: Any = None, columns: Sequence[str] | None = None) -> float:
+    """Run the jobs not in ``path`` yet (``run(*job)``, by default ``one_run``), appending their
+    rows (``columns``, by default ``COLUMNS``; all of the row if None and ``run`` is given),
+    until ``deadline`` (epoch seconds: no run starts after it); returns the seconds spent."""
+    run = run or one_run
+    columns = columns or (COLUMNS if run is one_run else None)
     done = {tuple(r[k] for k in KEY) for r in read_rows(path)}
     todo = [j for j in jobs if tuple(str(v) for v in j) not in done]
     t0 = time.perf_counter()
@@ -121,12 +125,22 @@ def run_all(jobs: list[tuple[str, int, str, int]], path: Path, deadline: float |
         if deadline is not None and time.time() > deadline:
             print(f"deadline reached: {len(todo) - i + 1} runs not started", flush=True)
             break
-        row = one_run(*job)
-        append_row(path, {k: row[k] for k in COLUMNS})
+        row = run(*job)
+        append_row(path, {k: row[k] for k in columns} if columns else row)
         print(f"[{time.perf_counter() - t0:7.0f}s] {i}/{len(todo)} {job[0]} W={job[1]} "
               f"{job[2]} seed {job[3]}: {row['trials']} trials, best {row['best_1']:.4g}, "
               f"{row['run_seconds']:.1f}s", flush=True)
     return time.perf_counter() - t0
+
+
+def parse_deadline(hhmm: str | None) -> float | None:
+    """``HH:MM`` local time as epoch seconds: today, or tomorrow if that has passed."""
+    if not hhmm:
+        return None
+    hh, mm = (int(v) for v in hhmm.split(":"))
+    now = time.localtime()
+    deadline = time.mktime((now.tm_year, now.tm_mon, now.tm_mday, hh, mm, 0, 0, 0, -1))
+    return deadline + 86400 if deadline < time.time() else deadline
 
 
 def versions() -> dict[str, str]:
@@ -173,12 +187,7 @@ def main(argv: Sequence[str] | None = None) -> Path:
         jobs = plan(problems, workers, methods, seeds, W16_PROBLEMS if full else None, full)
         print(f"{len(jobs)} runs: {len(problems)} problems, W in {workers}, {len(methods)} methods, "
               f"{seeds} seeds -> {out}", flush=True)
-        deadline = None
-        if args.deadline:
-            hh, mm = (int(v) for v in args.deadline.split(":"))
-            now = time.localtime()
-            deadline = time.mktime((now.tm_year, now.tm_mon, now.tm_mday, hh, mm, 0, 0, 0, -1))
-        spent = run_all(jobs, runs, deadline)
+        spent = run_all(jobs, runs, parse_deadline(args.deadline))
         meta_path = out / "meta.json"
         meta = json.loads(meta_path.read_text()) if meta_path.exists() else {"sessions": []}
         meta["sessions"].append({"runs": len(jobs), "seconds": round(spent, 1),

@@ -43,13 +43,13 @@ from typing import Any, Mapping, Sequence  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from tuner.core.persist import append_row, write_table  # noqa: E402
+from tuner.core.persist import write_table  # noqa: E402
 from tuner.core.trial import Status  # noqa: E402
 from tuner.loop.problems import CrossingCurves  # noqa: E402
 from tuner.loop.simulator import simulate  # noqa: E402
 from tuner.loop.stopping import Fidelity  # noqa: E402
 
-from .compare import read_rows  # noqa: E402
+from .compare import parse_deadline, read_rows, run_all  # noqa: E402
 from .curve_peers import METHODS, available, make, worker_seconds  # noqa: E402
 from .problems import uniform_configs  # noqa: E402
 
@@ -173,20 +173,6 @@ def one_run(problem: str, workers: int, method: str, seed: int,
     row["worker_seconds"] = worker_seconds(res.start, res.finish, np.ones(len(planned), bool), horizon)
     row["run_seconds"] = round(time.perf_counter() - t0, 2)
     return row
-
-
-def run_all(jobs: Sequence[tuple[str, int, str, int]], path: Path, deadline: float | None) -> None:
-    done = {tuple(r[k] for k in KEY) for r in read_rows(path)}
-    todo = [j for j in jobs if tuple(str(v) for v in j) not in done]
-    t0 = time.perf_counter()
-    for i, job in enumerate(todo, 1):
-        if deadline is not None and time.time() > deadline:
-            print(f"deadline reached: {len(todo) - i + 1} runs not started", flush=True)
-            break
-        row = one_run(*job)
-        append_row(path, row)
-        print(f"[{time.perf_counter() - t0:6.0f}s] {i}/{len(todo)} {job}: {row['trials']} trials, "
-              f"best {row['best_1']:.4f}, {row['run_seconds']:.1f}s", flush=True)
 
 
 def summarize(rows: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
@@ -321,15 +307,8 @@ def main(argv: Sequence[str] | None = None) -> Path:
         workers = args.workers or ([4] if args.quick else [4, 16])
         seeds = args.seeds or (2 if args.quick else 10)
         jobs = [(p, w, m, s) for s in range(seeds) for w in workers for p in problems for m in methods]
-        deadline = None
-        if args.deadline:
-            hh, mm = (int(v) for v in args.deadline.split(":"))
-            now = time.localtime()
-            deadline = time.mktime((now.tm_year, now.tm_mon, now.tm_mday, hh, mm, 0, 0, 0, -1))
-            if deadline < time.time():       # after midnight
-                deadline += 86400
         print(f"{len(jobs)} runs -> {out}", flush=True)
-        run_all(jobs, out / "runs.csv", deadline)
+        run_all(jobs, out / "runs.csv", parse_deadline(args.deadline), run=one_run)
     print(write_report(out))
     print(f"results: {out}")
     return out
