@@ -192,9 +192,9 @@ def summarize(rows: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
         sub = [t for t in table if (t["problem"], t["W"]) == (prob, w)]
         best = {k: max(t[k] for t in sub) for k in ("best_0.25", "best_1")}
         fastest = min(t["time_to_target"] for t in sub)
-        lines += [f"\n### {prob}, W = {w} ({sub[0]['seeds']} seeds, medians)\n",
+        lines += [f"\n### {prob}, W = {w} (medians over seeds)\n",
                   "| method | best by H/4 | H/2 | H | time to target (s) | worker-s on stopped runs "
-                  "| worker-s over budget | trials |", "|---|---|---|---|---|---|---|---|"]
+                  "| worker-s over budget | trials | seeds |", "|---|---|---|---|---|---|---|---|---|"]
         for t in sorted(sub, key=lambda t: -t["best_0.25"]):
             mark = {k: "**" if t[k] >= best[k] - 1e-9 else "" for k in best}
             ttt = "-" if math.isinf(t["time_to_target"]) else f"{t['time_to_target']:.1f}"
@@ -203,7 +203,7 @@ def summarize(rows: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
             lines.append(f"| {t['method']} | {mark['best_0.25']}{t['best_0.25']:.4f}{mark['best_0.25']} "
                          f"| {t['best_0.5']:.4f} | {mark['best_1']}{t['best_1']:.4f}{mark['best_1']} "
                          f"| {ttt} | {t['stopped_seconds']:.0f} | {t['over_budget_seconds']:.0f} "
-                         f"| {t['trials']:.0f} |")
+                         f"| {t['trials']:.0f} | {t['seeds']} |")
     return "\n".join(lines) + "\n" + scoreboard(table), table
 
 
