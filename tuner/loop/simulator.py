@@ -65,6 +65,21 @@ class RunTime:
         return float(mean * math.exp(rng.normal(-0.5 * s2, math.sqrt(s2))))
 
 
+@dataclass(frozen=True)
+class Recorded:
+    """A configuration's recorded runs (a lookup table of real training runs, several seeds
+    each): a trial replays one of them, drawn with the simulation's generator, so its score and
+    its run time come from the same run.  ``f`` is the noise-free value (the mean over them)."""
+
+    f: float
+    scores: Sequence[float]
+    runtimes: Sequence[float]
+
+    def draw(self, rng: np.random.Generator) -> tuple[float, float]:
+        i = int(rng.integers(len(self.scores)))
+        return float(self.scores[i]), float(self.runtimes[i])
+
+
 @dataclass
 class SimulationResult:
     """Per started trial (in start order) and per optimizer step."""
@@ -118,7 +133,8 @@ class SimulatedBackend:
 
     An objective that returns ``(f, metrics, curve)`` reports progress: ``curve`` lists
     ``(fraction, metrics)``, each reported (``Report``, the objective with the same noise as
-    the result) at ``fraction`` of the trial's run time."""
+    the result) at ``fraction`` of the trial's run time.  One that returns a ``Recorded``
+    replays one recorded run: its score (no added noise) after its run time (not ``delay``)."""
 
     def __init__(self, objective: Callable[[Mapping[str, Any]], Any], delay: DelayModel,
                  rng: np.random.Generator, noise_std: float = 0.0, metric_noise: float = 0.0,
@@ -139,9 +155,12 @@ class SimulatedBackend:
     def launch(self, trial_id: int, config: Mapping[str, Any]) -> None:
         now = self.clock.now
         out = self.objective(config)
+        replay = out.draw(self.rng) if isinstance(out, Recorded) else None
+        if replay is not None:
+            out = out.f
         f, metrics = (float(out[0]), dict(out[1])) if isinstance(out, tuple) else (float(out), {})
         curve = out[2] if isinstance(out, tuple) and len(out) > 2 else ()
-        d = self.delay(config, self.rng)
+        d = self.delay(config, self.rng) if replay is None else replay[1]
         metrics["runtime"] = d
         end = now + d + self.offset
         self.index[trial_id] = len(self.start)
@@ -153,7 +172,8 @@ class SimulatedBackend:
         heapq.heappush(self._events, (end, trial_id, math.inf))
         reported = {k: v + (self.metric_noise * self.rng.standard_normal() if k != "runtime" else 0.0)
                     for k, v in metrics.items()}
-        self._pending[trial_id] = {**reported, OBJECTIVE: f + self.noise_std * self.rng.standard_normal()}
+        observed = f + self.noise_std * self.rng.standard_normal() if replay is None else replay[0]
+        self._pending[trial_id] = {**reported, OBJECTIVE: observed}
         self._reports[trial_id] = []
         for k, (fraction, m) in enumerate(curve):
             m = dict(m)
