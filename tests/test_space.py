@@ -85,3 +85,65 @@ def test_ray_tune_domains_convert():
 
     with pytest.raises(SpaceError, match="space.g: "):
         from_tune({"g": tune.sample_from(lambda spec: 1)})
+
+
+MIXED = {"act": {"type": "categorical", "choices": ["relu", "tanh", "gelu"]},
+         "depth": {"type": "int", "low": 1, "high": 3},
+         "width": {"type": "int", "low": 16, "high": 1024, "log": True},
+         "lr": {"type": "float", "low": 1e-4, "high": 1.0, "log": True}}
+
+
+def test_neighbours_change_one_discrete_parameter_by_one_move():
+    sp = SearchSpace.from_dict(MIXED)
+    start = {"act": "relu", "depth": 2, "width": 64, "lr": 0.01}
+    N = sp.neighbours(sp.encode(start))
+    moved = [{k: v for k, v in sp.decode(u).items() if k != "lr" and v != start[k]} for u in N]
+    assert all(len(m) == 1 for m in moved)                           # one parameter each
+    assert all(sp.decode(u)["lr"] == pytest.approx(0.01) for u in N)   # floats left alone
+    assert sorted(map(str, moved)) == sorted(map(str, [
+        {"act": "tanh"}, {"act": "gelu"}, {"depth": 1}, {"depth": 3},  # every other value
+        {"width": 63}, {"width": 65}]))                              # many values: +- 1
+    assert np.allclose(sp.snap(N), N)                                # valid points
+
+
+def test_local_search_reaches_the_discrete_optimum_that_rounding_misses():
+    """The acquisition peaks at one combination of a category and an int; from a valid start
+    elsewhere, hill climbing over one-move neighbours reaches it (a relaxed optimum rounded once
+    would need the peak to lie near the start)."""
+    from tuner.core.maximize import local_search, maximize
+
+    sp = SearchSpace.from_dict(MIXED)
+    best = sp.encode({"act": "gelu", "depth": 3, "width": 64, "lr": 0.01})
+    h = lambda U: -np.sum((np.atleast_2d(U) - best) ** 2, axis=1)       # noqa: E731
+    start = sp.encode({"act": "relu", "depth": 1, "width": 64, "lr": 0.01})
+    assert sp.decode(local_search(h, start, sp)) == sp.decode(best)
+    C = sp.snap(np.random.default_rng(0).uniform(size=(8, sp.dim)))
+    x = maximize(h, C, sp, smooth=True, n_starts=2, discrete=True)
+    assert sp.decode(x)["act"] == "gelu" and sp.decode(x)["depth"] == 3
+
+
+def test_paper_exact_settings_round_instead_of_searching():
+    from tuner import PAPER_EXACT, Settings
+
+    assert Settings().discrete_search == "local"
+    assert Settings(**PAPER_EXACT).discrete_search == "round"
+
+
+def test_a_categorical_gets_one_lengthscale_by_default_and_one_per_choice_as_before():
+    """Shared: the one-hot block of a categorical is fit with one lengthscale (a Hamming kernel,
+    every two distinct choices equally far apart); per-choice (PAPER_EXACT): one per column."""
+    from tuner import Optimizer
+
+    space = {"act": {"type": "categorical", "choices": ["a", "b", "c", "d"]},
+             "x": {"type": "float", "low": 0.0, "high": 1.0}}
+    f = {"a": 0.0, "b": 0.2, "c": 0.9, "d": 0.95}
+    fitted = {}
+    for mode in ("shared", "per-choice"):
+        opt = Optimizer(space, categorical_lengthscale=mode, refit_every=1, seed=0)
+        for _ in range(14):
+            s = opt.suggest()
+            opt.tell(s.trial_id, f[s.config["act"]] + 0.3 * s.config["x"])
+        fitted[mode] = opt.objective.gp_all.hyper.lengthscales
+    shared, per_choice = fitted["shared"], fitted["per-choice"]
+    assert np.allclose(shared[:4], shared[0]) and shared[4] != shared[0]
+    assert not np.allclose(per_choice[:4], per_choice[0])

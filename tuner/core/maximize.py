@@ -6,6 +6,11 @@ Smooth estimates (UCB-type) are then refined by L-BFGS-B (scipy) from the best c
 continuous relaxation of the unit cube, with forward-difference gradients evaluated as one batch
 (one triangular solve for all d + 1 points), and the refined point is snapped again.  Thompson
 samples exist only on the candidate set, so they are maximized there.
+
+With ``discrete=True`` the chosen point is then improved by a local search over the discrete
+parameters (``local_search``: hill climbing over one-move neighbours, every other category, the
+next int up and down), as Optuna's GPSampler searches categories and ints natively instead of
+rounding a relaxed optimum once.  Written here by hand: scipy has no mixed-space local search.
 """
 
 from __future__ import annotations
@@ -65,10 +70,28 @@ def argmax(values: np.ndarray) -> int:
     return int(np.argmax(v))
 
 
+def local_search(h: EstimateFn, x: np.ndarray, space: SearchSpace,
+                 max_moves: int = 20) -> np.ndarray:
+    """Hill climbing from the valid point ``x``: move to the best of its one-move discrete
+    neighbours (``SearchSpace.neighbours``, evaluated as one batch) while that improves h."""
+    value = float(h(x[None, :])[0])
+    for _ in range(max_moves):
+        N = space.neighbours(x)
+        if not len(N):
+            break
+        vals = h(N)
+        i = argmax(vals)
+        if not vals[i] > value:
+            break
+        x, value = N[i], float(vals[i])
+    return x
+
+
 @blas_threads
 def maximize(h: EstimateFn, C: np.ndarray, space: SearchSpace, smooth: bool,
-             n_starts: int = 3) -> np.ndarray:
-    """Best snapped input for ``h`` over candidates ``C`` (+ L-BFGS-B refinement if smooth)."""
+             n_starts: int = 3, discrete: bool = False) -> np.ndarray:
+    """Best snapped input for ``h`` over candidates ``C`` (+ L-BFGS-B refinement if smooth,
+    + a local search over the discrete parameters if ``discrete`` and smooth)."""
     top = getattr(h, "top", None)     # estimates that can skip hopeless candidates (Shifted)
     vals = top(C, max(n_starts, 1) if smooth else 1) if top is not None else h(C)
     best = argmax(vals)
@@ -77,4 +100,5 @@ def maximize(h: EstimateFn, C: np.ndarray, space: SearchSpace, smooth: bool,
     order = np.argsort(-np.where(np.isfinite(vals), vals, -np.inf))[:n_starts]
     x, _ = refine(h, C[order])
     x_snapped = space.snap(x)[0]
-    return x_snapped if h(x_snapped[None, :])[0] >= vals[best] else C[best]
+    x = x_snapped if h(x_snapped[None, :])[0] >= vals[best] else C[best]
+    return local_search(h, x, space) if discrete and space.discrete else x

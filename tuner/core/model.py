@@ -29,13 +29,14 @@ from .kernels import Kernel
 
 class CensoredModel:
     def __init__(self, kernel: Kernel, hyper: Hyperparameters, domain: np.ndarray | None = None,
-                 bounds: HyperBounds | None = None):
+                 bounds: HyperBounds | None = None, groups: np.ndarray | None = None):
         self.gp_all = GaussianProcess(kernel, hyper)
         self.gp_done = GaussianProcess(kernel, hyper)
         if domain is not None:
             self.gp_all.set_anchor(domain)
             self.gp_done.set_anchor(domain)
         self.bounds = bounds or HyperBounds()
+        self.groups = groups  # tied lengthscales (fit_hyperparameters), e.g. a categorical's block
         self.done_ids: list[int] = []
         self.all_base = 0     # inputs present at the last full factorization (for replay)
         self.done_base = 0
@@ -76,7 +77,7 @@ class CensoredModel:
             idx = np.concatenate([np.sort(older), idx[-keep:]])
         X = np.vstack([done[i].x for i in idx])
         hyper = fit_hyperparameters(self.gp_all.kernel, X, y[idx], self.gp_all.hyper, rng,
-                                    self.bounds, restarts, lengthscale_prior)
+                                    self.bounds, restarts, lengthscale_prior, self.groups)
         self.gp_all.set_hyperparameters(hyper)
         self.gp_done.set_hyperparameters(hyper)
         self.fit_n = len(done)

@@ -79,10 +79,14 @@ class Optimizer:
         s = self.settings
         kernel = make_kernel(s.kernel)
         hyper = Hyperparameters(s.amplitude, np.full(self.space.dim, s.lengthscale), s.noise)
-        self.objective = CensoredModel(kernel, hyper, self.domain)
+        shared = s.categorical_lengthscale == "shared" and any(
+            p.kind == "categorical" for p in self.space.params.values())
+        groups = self.space.groups() if shared else None
+        self.objective = CensoredModel(kernel, hyper, self.domain, groups=groups)
         self.constraints = [Constraint.from_dict(c, f"constraints[{i}]")
                             for i, c in enumerate(s.constraints)]
-        self.constraint_models = [CensoredModel(kernel, hyper, self.domain) for _ in self.constraints]
+        self.constraint_models = [CensoredModel(kernel, hyper, self.domain, groups=groups)
+                                  for _ in self.constraints]
         self.handler = make_handler(s.constraint_handler, len(self.constraints), s.handler_options)
         self.samplers = dict(samplers or {})
         need = [c.metric for c in self.constraints if c.observable]
@@ -274,7 +278,8 @@ class Optimizer:
         f_est = acq.estimate(algo.estimate, post, nu, C, +1.0, self.rng)
         smooth = algo.smooth and self.domain is None
         if not self.constraints:
-            return maximize(f_est, C, self.space, smooth=smooth, n_starts=s.n_starts)
+            return maximize(f_est, C, self.space, smooth=smooth, n_starts=s.n_starts,
+                            discrete=s.discrete_search == "local")
         lo, hi = self._reward_range()
         f_bound = self._f_bound()
         g_ests = [self._constraint_estimate(j, m, now, t, C) for j in range(len(self.constraints))]
@@ -285,7 +290,8 @@ class Optimizer:
         def h(U: np.ndarray) -> np.ndarray:      # on the objective's scale (module docstring)
             return self.handler.score(t, scale[0] + scale[1] * f_est(U), [g(U) for g in g_ests], f_bound)
 
-        x = maximize(h, C, self.space, smooth=smooth, n_starts=s.n_starts)
+        x = maximize(h, C, self.space, smooth=smooth, n_starts=s.n_starts,
+                     discrete=s.discrete_search == "local")
         if self.handler.g_estimate != "sample":     # SCGP's step is in suggest(), every round
             self.handler.after_choice(t, [float(g(x[None, :])[0]) for g in g_ests], f_bound)
         return x
@@ -347,9 +353,10 @@ class Optimizer:
 
     @property
     def n_initial(self) -> int:
-        """Size of the start-up design (``"auto"``: two points per dimension)."""
+        """Size of the start-up design (``"auto"``: two points per parameter, a categorical
+        counting once however many one-hot columns it has)."""
         n = self.settings.n_initial
-        return 2 * self.space.dim if n == "auto" else int(n)
+        return 2 * len(self.space.params) if n == "auto" else int(n)
 
     def _running(self, trial_id: int) -> Trial:
         if trial_id not in self._by_id:

@@ -42,6 +42,7 @@ class Settings:
     delta: float = 0.1
     b_y: float = 1.0
     kernel: str = "se"
+    categorical_lengthscale: str = "shared"   # one per categorical (Hamming), or per choice
     amplitude: float = 1.0
     lengthscale: float = 0.2
     noise: float = 1e-3
@@ -50,10 +51,11 @@ class Settings:
     lengthscale_prior: bool = True     # MAP fit with Optuna GPSampler's lengthscale prior
     fit_max_points: int = 500
     fit_restarts: int = 1
-    n_initial: int | str = "auto"      # Sobol start-up design; "auto" = 2 x dimensions
+    n_initial: int | str = "auto"      # Sobol start-up design; "auto" = 2 x parameters
     n_candidates: int = 1024
     n_local: int = 128
     n_starts: int = 3
+    discrete_search: str = "local"     # ints and categories: local search after rounding, or round
     seed: int = 0
     # Constraints (tuner.core.constraints has the tables of constraint keys, handlers and options).
     constraints: list = field(default_factory=list)    # [{metric, limit, type, runtime, observable}]
@@ -122,7 +124,8 @@ class Settings:
 PAPER_EXACT: dict[str, Any] = {
     "censoring": "hard", "delay_lambda_power": 0.0, "prior_mean": "zero", "kernel": "se",
     "n_initial": 1, "refit_every": 10, "refit_dense_until": 0, "lengthscale_prior": False,
-    "constraint_handler": "rpol", "censor_at_partial": False,
+    "constraint_handler": "rpol", "censor_at_partial": False, "discrete_search": "round",
+    "categorical_lengthscale": "per-choice",
 }
 
 
@@ -143,6 +146,7 @@ SETTINGS_FIELDS: dict[str, Field] = {
     "delta": Field((float,), above=0, maximum=1),
     "b_y": Field((float,), minimum=0),
     "kernel": Field((str,), choices=lambda: sorted(KERNELS)),
+    "categorical_lengthscale": Field((str,), choices=("shared", "per-choice")),
     "amplitude": Field((float,), above=0),
     "lengthscale": Field((float,), above=0),
     "noise": Field((float,), above=0),
@@ -155,6 +159,7 @@ SETTINGS_FIELDS: dict[str, Field] = {
     "n_candidates": Field((int,), minimum=1),
     "n_local": Field((int,), minimum=0),
     "n_starts": Field((int,), minimum=0),
+    "discrete_search": Field((str,), choices=("local", "round")),
     "seed": Field((int,)),
     "constraints": Field((list, tuple)),
     "constraint_handler": Field((str,), choices=lambda: list(HANDLERS)),

@@ -18,6 +18,9 @@ import numpy as np
 from .fields import Field, check_section
 
 
+FEW = 16    # an int with at most this many values: every value is a neighbour (else +- 1 step)
+
+
 class SpaceError(ValueError):
     """A search-space definition that breaks a rule; the message names the parameter."""
 
@@ -246,6 +249,44 @@ class SearchSpace:
     def decode(self, u: np.ndarray) -> dict[str, Any]:
         u = np.asarray(u, dtype=float)
         return {name: p.decode(u[self._slices[name]]) for name, p in self.params.items()}
+
+    def groups(self) -> np.ndarray:
+        """Each encoded column's parameter index (a categorical's one-hot block shares one)."""
+        out = np.empty(self.dim, dtype=int)
+        for i, name in enumerate(self.params):
+            out[self._slices[name]] = i
+        return out
+
+    @property
+    def discrete(self) -> bool:
+        """Whether any parameter takes discrete values (an int, a quantized float, a category)."""
+        return any(p.kind != "float" or p.q is not None for p in self.params.values())
+
+    def neighbours(self, u: np.ndarray) -> np.ndarray:
+        """The valid encoded points that differ from ``u`` (valid itself) in one discrete
+        parameter by one move: every other choice of a category, every other value of an int
+        or a quantized float with at most ``FEW`` values, else the next value up and down.
+        Continuous floats are left to a continuous optimizer."""
+        u = np.asarray(u, dtype=float)
+        config = self.decode(u)
+        out = []
+        for name, p in self.params.items():
+            sl = self._slices[name]
+            if p.kind == "categorical":
+                others = [c for c in p.choices if c != config[name]]
+            elif p.kind == "int" or p.q is not None:
+                step = p.q if p.q is not None else 1
+                n = int(round((p.high - p.low) / step)) + 1
+                near = ((p.low + k * step for k in range(n)) if n <= FEW
+                        else (config[name] - step, config[name] + step))
+                others = [v for v in near if p.low <= v <= p.high and v != config[name]]
+            else:
+                continue
+            for v in others:
+                w = u.copy()
+                w[sl] = p.encode(v)
+                out.append(w)
+        return np.array(out).reshape(len(out), self.dim)
 
     def snap(self, U: np.ndarray) -> np.ndarray:
         """Project rows of ``U`` onto valid encoded configurations."""
