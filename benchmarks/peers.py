@@ -71,6 +71,7 @@ ABLATION: dict[str, dict[str, Any]] = {
     "default-0.05": {**DEFAULT, "censor_noise": 0.05},
     "default-round": {**DEFAULT, "discrete_search": "round"},
     "default-per-choice": {**DEFAULT, "categorical_lengthscale": "per-choice"},
+    "default-linear-budget": {**DEFAULT, "budget_scale": "linear"},
 }
 PEERS = ("optuna-tpe", "optuna-gp", "syne-botorch")
 METHODS = (*PROJECT, *PEERS)

@@ -130,7 +130,7 @@ def test_a_run_over_the_budget_by_its_pace_is_stopped_early_and_counts_as_a_viol
     for tr in paced:
         assert tr.metrics["runtime"] <= budget + 1e-9            # stopped before the limit
         g = opt.constraints[0].observed(tr)                      # the projected full run
-        assert g == pytest.approx(tr.projected_runtime / budget - 1.0)
+        assert g == pytest.approx(np.log(tr.projected_runtime / budget))   # budget_scale: log
         assert g > 0                                             # a known violation
         # even steps: the projection is the run's full duration
         full = res.finish[res.configs.index(tr.config)] - res.start[res.configs.index(tr.config)]
@@ -184,5 +184,5 @@ def test_a_run_stopped_after_one_report_does_not_teach_the_budget_its_start_up_a
     opt.fail(later, "ASHA", metrics={"runtime": 1.7}, status=Status.STOPPED)
     c = opt.constraints[0]
     assert c.observed(opt.trials[early]) is None                # not 1.5 x 27 = 40 s
-    assert c.observed(opt.trials[later]) == pytest.approx((1.7 + 0.1 * 24) / 10.0 - 1.0)
+    assert c.observed(opt.trials[later]) == pytest.approx(np.log((1.7 + 0.1 * 24) / 10.0))
     assert opt.suggest().trial_id == 2                          # the constraint model takes both

@@ -90,6 +90,7 @@ class Constraint:
     type: str = "budget"
     runtime: bool = False
     observable: bool = False
+    log: bool = False       # a budget on the log scale: g = ln(value / limit) (Settings.budget_scale)
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any], where: str = "constraints") -> "Constraint":
@@ -108,7 +109,14 @@ class Constraint:
                 "runtime": self.runtime, "observable": self.observable}
 
     def g(self, value: float | np.ndarray) -> float | np.ndarray:
-        return value / self.limit - 1.0 if self.type == "budget" else value - self.limit
+        """g <= 0 when the value meets the limit: value / limit - 1 for a budget (or, with
+        ``log``, ln(value / limit), the same sign: run times vary by factors, and a GP on their
+        logarithm sees multiplicative effects as additive ones), value - limit otherwise."""
+        if self.type != "budget":
+            return value - self.limit
+        if self.log:
+            return np.log(np.maximum(value, 1e-9 * self.limit) / self.limit)
+        return value / self.limit - 1.0
 
     def observed(self, trial: Trial) -> float | None:
         """g of the value a finished trial reported (a stopped one: its elapsed time), else None.

@@ -16,7 +16,7 @@ import json
 import math
 import os
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Callable, Mapping
 
 import numpy as np
@@ -83,7 +83,8 @@ class Optimizer:
             p.kind == "categorical" for p in self.space.params.values())
         groups = self.space.groups() if shared else None
         self.objective = CensoredModel(kernel, hyper, self.domain, groups=groups)
-        self.constraints = [Constraint.from_dict(c, f"constraints[{i}]")
+        self.constraints = [replace(Constraint.from_dict(c, f"constraints[{i}]"),
+                                    log=s.budget_scale == "log")
                             for i, c in enumerate(s.constraints)]
         self.constraint_models = [CensoredModel(kernel, hyper, self.domain, groups=groups)
                                   for _ in self.constraints]
@@ -303,10 +304,7 @@ class Optimizer:
         if self.handler.g_estimate == "sample":
             return lambda U: np.asarray(c.g(sample(self.samplers, c, t, [self.space.decode(u) for u in U])),
                                         dtype=float)
-        done_c, yc_all = constraint_view(c, self.trials, m, self.window.unit, now,
-                                         s.use_elapsed_bound and c.runtime)
-        post_g = self._fit_and_view(self.constraint_models[j], done_c, yc_all,
-                                    lambda trs: np.array([c.observed(tr) for tr in trs], dtype=float))
+        post_g = self._constraint_posterior(j, m, now)
         beta_g = float(s.beta_g) if s.beta_g is not None else self.exploration.beta_t(
             self.objective.gp_all, t)
         nu_g = self.exploration.nu(post_g, self.trials, m, now, t, beta_g, s.b_c)  # v_t^g, 004 §5
@@ -315,6 +313,20 @@ class Optimizer:
         if self.handler.g_estimate == "pof":
             return acq.probability_feasible(post_g)
         return acq.estimate(self.algorithm.estimate, post_g, nu_g, C, -1.0, self.rng)
+
+    def _constraint_posterior(self, j: int, m: float, now: float, refit: bool = True) -> Posterior:
+        c = self.constraints[j]
+        done_c, yc_all = constraint_view(c, self.trials, m, self.window.unit, now,
+                                         self.settings.use_elapsed_bound and c.runtime)
+        return self._fit_and_view(self.constraint_models[j], done_c, yc_all,
+                                  lambda trs: np.array([c.observed(tr) for tr in trs], dtype=float),
+                                  refit=refit)
+
+    def constraint_posterior(self, j: int = 0, now: float | None = None) -> Posterior:
+        """Constraint j's posterior of g (<= 0: feasible) as the next suggestion would see it
+        (no refit); ``acquisition.probability_feasible`` of it is the pof handler's estimate."""
+        now = float(self.clock()) if now is None else now
+        return self._constraint_posterior(j, self._usable(now, len(self.trials))[0], now, refit=False)
 
     def objective_posterior(self, now: float | None = None) -> Posterior:
         """The objective posterior the next suggestion would use (normalized targets; no refit)."""

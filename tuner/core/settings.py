@@ -64,6 +64,7 @@ class Settings:
     beta_g: float | None = None      # beta_t of the constraint GPs; None: the objective's beta_t
     b_c: float = 1.0                 # B_c of v_t^g (004 §5), the delay term's bound on |c|
     use_elapsed_bound: bool = True   # run-time constraints: elapsed time as a lower bound, no window
+    budget_scale: str = "log"        # a budget constraint's g: ln(value / limit) or value / limit - 1
     stop_margin: float | None = None  # stop a run past limit x (1 + margin); None: never
     sliding_window: int | None = None  # RPOL-SWUCB (004 §6): only the last W trials inform the GPs
 
@@ -125,7 +126,7 @@ PAPER_EXACT: dict[str, Any] = {
     "censoring": "hard", "delay_lambda_power": 0.0, "prior_mean": "zero", "kernel": "se",
     "n_initial": 1, "refit_every": 10, "refit_dense_until": 0, "lengthscale_prior": False,
     "constraint_handler": "rpol", "censor_at_partial": False, "discrete_search": "round",
-    "categorical_lengthscale": "per-choice",
+    "categorical_lengthscale": "per-choice", "budget_scale": "linear",
 }
 
 
@@ -167,6 +168,7 @@ SETTINGS_FIELDS: dict[str, Field] = {
     "beta_g": Field((float, None), above=0),
     "b_c": Field((float,), minimum=0),
     "use_elapsed_bound": Field((bool,)),
+    "budget_scale": Field((str,), choices=("log", "linear")),
     "stop_margin": Field((float, None), minimum=0),
     "sliding_window": Field((int, None), minimum=2),
 }
