@@ -115,7 +115,7 @@ def main() -> None:
         w = csv.DictWriter(fh, fieldnames=list(rows[0]))
         w.writeheader()
         w.writerows(rows)
-    lines = [f"# Calibration of the budget model's probability of feasibility\n",
+    lines = ["# Calibration of the budget model's probability of feasibility\n",
              f"`python scripts/studies/pof_calibration.py --seeds {args.seeds} --workers "
              f"{args.workers} --method {args.method}`: every suggestion after the start-up design on "
              f"{', '.join(args.problems)}, and 32 probe configurations at every 5th; \"near the "
