@@ -292,14 +292,17 @@ def test_sliding_window_posterior_is_the_gp_of_the_last_w_trials():
 
 
 def test_a_budget_on_the_log_scale_keeps_the_feasible_set_and_paper_settings_keep_the_ratio():
-    """budget_scale: log models g = ln(run time / limit); the sign of g, so what is over the
-    budget, is the ratio's.  PAPER_EXACT keeps g = run time / limit - 1 (papers 000/004)."""
+    """budget_scale: log models a run-time budget as g = ln(run time / limit) (ratios under 0.05
+    read as 0.05); the sign of g, so what is over the budget, is the ratio's.  PAPER_EXACT, and
+    a budget on another metric, keep g = value / limit - 1 (papers 000/004)."""
     cons = [{"metric": "runtime", "limit": 10.0, "type": "budget", "runtime": True}]
     space = {"x": {"type": "float", "low": 0.0, "high": 1.0}}
     log = Optimizer(space, Settings(constraints=cons)).constraints[0]
     ratio = Optimizer(space, Settings(**PAPER_EXACT, constraints=cons)).constraints[0]
     runs = np.array([0.5, 5.0, 9.99, 10.0, 10.01, 30.0, 400.0])
-    assert np.allclose(log.g(runs), np.log(runs / 10.0))
+    assert np.allclose(log.g(runs), np.log(runs / 10.0))               # 0.5 / 10 = the floor
     assert np.allclose(ratio.g(runs), runs / 10.0 - 1.0)
     assert np.array_equal(log.g(runs) <= 0, ratio.g(runs) <= 0)
-    assert np.isfinite(log.g(0.0))                                    # a run that took no time
+    assert log.g(0.0) == pytest.approx(np.log(0.05))                  # a run that took no time
+    cost = [{"metric": "cost", "limit": 1.0, "type": "budget"}]        # not a run time: a ratio
+    assert Optimizer(space, Settings(constraints=cost)).constraints[0].g(0.5) == pytest.approx(-0.5)

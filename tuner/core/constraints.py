@@ -78,7 +78,8 @@ CONSTRAINT_FIELDS = {
     "runtime": Field((bool,), False),
     "observable": Field((bool,), False),
 }
-SHIFTS = {"lcb": -1.0, "mean": 0.0, "ucb": 1.0}     # g_t = mu + shift x nu sigma (RPOL's option g)
+SHIFTS = {"lcb": -1.0, "mean": 0.0, "ucb": 1.0}
+LOG_FLOOR = 0.05   # a log-scale budget reads value / limit below this as this (g >= -3.0)     # g_t = mu + shift x nu sigma (RPOL's option g)
 
 
 @dataclass(frozen=True)
@@ -90,7 +91,7 @@ class Constraint:
     type: str = "budget"
     runtime: bool = False
     observable: bool = False
-    log: bool = False       # a budget on the log scale: g = ln(value / limit) (Settings.budget_scale)
+    log: bool = False       # a run-time budget on the log scale: g = ln(value / limit)
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any], where: str = "constraints") -> "Constraint":
@@ -111,11 +112,13 @@ class Constraint:
     def g(self, value: float | np.ndarray) -> float | np.ndarray:
         """g <= 0 when the value meets the limit: value / limit - 1 for a budget (or, with
         ``log``, ln(value / limit), the same sign: run times vary by factors, and a GP on their
-        logarithm sees multiplicative effects as additive ones), value - limit otherwise."""
+        logarithm sees multiplicative effects as additive ones; ratios under ``LOG_FLOOR`` are
+        read as it, so that a near-zero value does not stretch the GP's range to -inf),
+        value - limit otherwise."""
         if self.type != "budget":
             return value - self.limit
         if self.log:
-            return np.log(np.maximum(value, 1e-9 * self.limit) / self.limit)
+            return np.log(np.maximum(np.asarray(value, dtype=float) / self.limit, LOG_FLOOR))
         return value / self.limit - 1.0
 
     def observed(self, trial: Trial) -> float | None:

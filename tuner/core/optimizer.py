@@ -83,9 +83,10 @@ class Optimizer:
             p.kind == "categorical" for p in self.space.params.values())
         groups = self.space.groups() if shared else None
         self.objective = CensoredModel(kernel, hyper, self.domain, groups=groups)
-        self.constraints = [replace(Constraint.from_dict(c, f"constraints[{i}]"),
-                                    log=s.budget_scale == "log")
+        self.constraints = [Constraint.from_dict(c, f"constraints[{i}]")
                             for i, c in enumerate(s.constraints)]
+        self.constraints = [replace(c, log=s.budget_scale == "log" and c.runtime and c.type == "budget")
+                            for c in self.constraints]
         self.constraint_models = [CensoredModel(kernel, hyper, self.domain, groups=groups)
                                   for _ in self.constraints]
         self.handler = make_handler(s.constraint_handler, len(self.constraints), s.handler_options)

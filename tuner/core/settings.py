@@ -64,7 +64,7 @@ class Settings:
     beta_g: float | None = None      # beta_t of the constraint GPs; None: the objective's beta_t
     b_c: float = 1.0                 # B_c of v_t^g (004 §5), the delay term's bound on |c|
     use_elapsed_bound: bool = True   # run-time constraints: elapsed time as a lower bound, no window
-    budget_scale: str = "log"        # a budget constraint's g: ln(value / limit) or value / limit - 1
+    budget_scale: str = "log"        # a run-time budget's g: ln(run time / limit) or run time / limit - 1
     stop_margin: float | None = None  # stop a run past limit x (1 + margin); None: never
     sliding_window: int | None = None  # RPOL-SWUCB (004 §6): only the last W trials inform the GPs
 
