@@ -189,7 +189,9 @@ def main(argv: Sequence[str] | None = None) -> Path:
         workers = args.workers or ([4] if args.quick else [4, 16])
         seeds = args.seeds or (2 if args.quick else 10)
         full = not args.quick
-        jobs = plan(problems, workers, methods, seeds, W16_PROBLEMS if full else None, full)
+        # the full run's W = 16 subset; problems named on the command line run at every W asked for
+        w16 = W16_PROBLEMS if full and args.problems is None else None
+        jobs = plan(problems, workers, methods, seeds, w16, full)
         print(f"{len(jobs)} runs: {len(problems)} problems, W in {workers}, {len(methods)} methods, "
               f"{seeds} seeds -> {out}", flush=True)
         spent = run_all(jobs, runs, parse_deadline(args.deadline))
@@ -200,6 +202,9 @@ def main(argv: Sequence[str] | None = None) -> Path:
                                  "argv": list(argv) if argv is not None else None})
         meta["versions"] = versions()
         meta_path.write_text(json.dumps(meta, indent=1) + "\n")
+    if not runs.exists():
+        print(f"no runs in {out}: nothing to report (check --problems, --methods and --workers)")
+        return out
     from .report import write_report
 
     write_report(out)
