@@ -186,3 +186,31 @@ def test_a_run_stopped_after_one_report_does_not_teach_the_budget_its_start_up_a
     assert c.observed(opt.trials[early]) is None                # not 1.5 x 27 = 40 s
     assert c.observed(opt.trials[later]) == pytest.approx(np.log((1.7 + 0.1 * 24) / 10.0))
     assert opt.suggest().trial_id == 2                          # the constraint model takes both
+
+
+def test_a_resumed_study_gives_asha_and_the_curve_rule_what_the_ended_trials_reported():
+    """--resume builds the stopping rules afresh; ``replay_stopping`` tells them what the
+    trials that had ended reported (curves.csv) and how they ended, in the order they ended.
+    ASHA's rungs then hold the same values as in the run that was cut off, the curve model
+    knows the finished runs, and a trial that starts over is left out."""
+    from tuner.core.curves import CurveModel
+    from tuner.loop.stopping import ASHA, CurveRule
+    from tuner.study.budget import replay_stopping
+
+    opt = Optimizer({"x": {"type": "float", "low": 0.0, "high": 1.0}}, seed=0, clock=lambda: 0.0)
+    ids = [opt.suggest().trial_id for _ in range(5)]
+    curves = {t: [(k, 0.1 * t + 0.01 * k) for k in (1, 2, 3, 4)] for t in ids}
+    for t in ids[:3]:
+        opt.tell(t, curves[t][-1][1] + 0.1)
+    opt.fail(ids[3], "ASHA", status=Status.STOPPED)
+    before = ASHA(27, 1, 3)                       # the rule as the cut-off run had built it
+    for t in ids[:4]:
+        for step, value in curves[t]:
+            before.decide(t, step, value, 0.0)
+
+    asha = ASHA(27, 1, 3)
+    curve = CurveRule(CurveModel(1, 27, 0), lambda t: opt.trials[t].x, FIDELITY)
+    assert replay_stopping([asha, curve], opt, curves, restart=[ids[4]]) == 4
+    assert asha.rungs == before.rungs                         # ids[4] (still running) left out
+    assert sorted(curve.model.done) == ids[:3] and curve.best == pytest.approx(0.2 + 0.04 + 0.1)
+    assert replay_stopping([asha], opt, {}) == 0

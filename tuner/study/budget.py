@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -77,6 +77,30 @@ def stopping_rules(cfg: StudyConfig, optimizer: Optimizer) -> list[StoppingRule]
         rules.append(CurveRule(model, lambda tid: optimizer.trials[tid].x, fid,
                                cfg.objective.mode, es.kappa))
     return rules
+
+
+def replay_stopping(rules: list[StoppingRule], optimizer: Optimizer,
+                    curves: Mapping[int, list[tuple[float, float]]],
+                    restart: Sequence[int] = ()) -> int:
+    """On ``--resume``: tell fresh ``rules`` what the trials that had ended reported
+    (``curves``, from ``curves.csv``: ``callbacks.read_curves``) and how they ended, in the
+    order they ended, so that ASHA's rungs and the curve model go on from where the study was.
+    Trials in ``restart`` start over and are left out.  Returns the trials replayed."""
+    if not rules or not curves:
+        return 0
+    skip = set(restart)
+    ended = sorted((tr for tr in optimizer.trials
+                    if tr.status != Status.RUNNING and tr.trial_id not in skip
+                    and tr.trial_id in curves),
+                   key=lambda tr: (tr.finish_index is None, tr.finish_index or 0, tr.trial_id))
+    for tr in ended:
+        for step, value in curves[tr.trial_id]:
+            for rule in rules:
+                rule.decide(tr.trial_id, step, value, 0.0)
+        for rule in rules:
+            if hasattr(rule, "on_end"):
+                rule.on_end(tr.trial_id, tr.status, tr.value)
+    return len(ended)
 
 
 def budget_text(b: Budget) -> str:

@@ -38,8 +38,9 @@ from tuner.core.persist import StateError
 from tuner.core.trial import Status
 from tuner.loop.loop import FailFast, Limits, StopOnSignal, StudyFailed, StudyLoop
 
-from .budget import NothingFitsWarning, budget_text, measure_budget, reference_config, stopping_rules
-from .callbacks import CURVES_CSV, Curves, SaveState, ShowProgress, TrialTable
+from .budget import (NothingFitsWarning, budget_text, measure_budget, reference_config,
+                     replay_stopping, stopping_rules)
+from .callbacks import CURVES_CSV, Curves, SaveState, ShowProgress, TrialTable, read_curves
 from .config import ConfigError, StudyConfig
 from .executor import Executor
 from .progress import Progress
@@ -194,12 +195,15 @@ class StudyRunner:
             backend = self.executor.backend(self.clock, self.grace, stop)
             # armed only while no trial has ended (not on a resume of a study that ran)
             fail_fast = FailFast(min(run.fail_fast, run.trials) if not study.n_ended() else 0)
+            rules = stopping_rules(self.cfg, opt)
+            if rules and study.n_ended():      # a resume: the rules go on from the curves so far
+                replay_stopping(rules, opt, read_curves(self.cfg.directory / CURVES_CSV,
+                                                        study.metric), restart)
             loop = StudyLoop(opt, backend, self._limits(), metric=study.metric,
                              callbacks=[Curves(study, self.cfg.directory / CURVES_CSV), self.saver, self.table, self.logger, fail_fast,
                                         NothingFitsWarning(study, progress),
                                         ShowProgress(study, progress)],
-                             should_stop=stop, fidelity=self.cfg.fidelity,
-                             stopping=stopping_rules(self.cfg, opt))
+                             should_stop=stop, fidelity=self.cfg.fidelity, stopping=rules)
             study.running = loop.running
             failure = None
             try:
