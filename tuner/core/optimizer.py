@@ -83,10 +83,9 @@ class Optimizer:
             p.kind == "categorical" for p in self.space.params.values())
         groups = self.space.groups() if shared else None
         self.objective = CensoredModel(kernel, hyper, self.domain, groups=groups)
-        self.constraints = [Constraint.from_dict(c, f"constraints[{i}]")
-                            for i, c in enumerate(s.constraints)]
         self.constraints = [replace(c, log=s.budget_scale == "log" and c.runtime and c.type == "budget")
-                            for c in self.constraints]
+                            for c in (Constraint.from_dict(d, f"constraints[{i}]")
+                                      for i, d in enumerate(s.constraints))]
         self.constraint_models = [CensoredModel(kernel, hyper, self.domain, groups=groups)
                                   for _ in self.constraints]
         self.handler = make_handler(s.constraint_handler, len(self.constraints), s.handler_options)
@@ -279,9 +278,10 @@ class Optimizer:
                           incumbents=self._incumbents(done), n_local=s.n_local, domain=self.domain)
         f_est = acq.estimate(algo.estimate, post, nu, C, +1.0, self.rng)
         smooth = algo.smooth and self.domain is None
+        discrete = s.discrete_search == "local"
         if not self.constraints:
             return maximize(f_est, C, self.space, smooth=smooth, n_starts=s.n_starts,
-                            discrete=s.discrete_search == "local")
+                            discrete=discrete)
         lo, hi = self._reward_range()
         f_bound = self._f_bound()
         g_ests = [self._constraint_estimate(j, m, now, t, C) for j in range(len(self.constraints))]
@@ -292,8 +292,7 @@ class Optimizer:
         def h(U: np.ndarray) -> np.ndarray:      # on the objective's scale (module docstring)
             return self.handler.score(t, scale[0] + scale[1] * f_est(U), [g(U) for g in g_ests], f_bound)
 
-        x = maximize(h, C, self.space, smooth=smooth, n_starts=s.n_starts,
-                     discrete=s.discrete_search == "local")
+        x = maximize(h, C, self.space, smooth=smooth, n_starts=s.n_starts, discrete=discrete)
         if self.handler.g_estimate != "sample":     # SCGP's step is in suggest(), every round
             self.handler.after_choice(t, [float(g(x[None, :])[0]) for g in g_ests], f_bound)
         return x

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping
 
 import numpy as np
 
@@ -80,18 +80,16 @@ def stopping_rules(cfg: StudyConfig, optimizer: Optimizer) -> list[StoppingRule]
 
 
 def replay_stopping(rules: list[StoppingRule], optimizer: Optimizer,
-                    curves: Mapping[int, list[tuple[float, float]]],
-                    restart: Sequence[int] = ()) -> int:
+                    curves: Mapping[int, list[tuple[float, float]]]) -> int:
     """On ``--resume``: tell fresh ``rules`` what the trials that had ended reported
     (``curves``, from ``curves.csv``: ``callbacks.read_curves``) and how they ended, in the
     order they ended, so that ASHA's rungs and the curve model go on from where the study was.
-    Trials in ``restart`` start over and are left out.  Returns the trials replayed."""
+    Trials still RUNNING in the saved state start over and are left out.  Returns the trials
+    replayed."""
     if not rules or not curves:
         return 0
-    skip = set(restart)
     ended = sorted((tr for tr in optimizer.trials
-                    if tr.status != Status.RUNNING and tr.trial_id not in skip
-                    and tr.trial_id in curves),
+                    if tr.status != Status.RUNNING and tr.trial_id in curves),
                    key=lambda tr: (tr.finish_index is None, tr.finish_index or 0, tr.trial_id))
     for tr in ended:
         for step, value in curves[tr.trial_id]:

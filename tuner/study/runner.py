@@ -198,7 +198,7 @@ class StudyRunner:
             rules = stopping_rules(self.cfg, opt)
             if rules and study.n_ended():      # a resume: the rules go on from the curves so far
                 replay_stopping(rules, opt, read_curves(self.cfg.directory / CURVES_CSV,
-                                                        study.metric), restart)
+                                                        study.metric))
             loop = StudyLoop(opt, backend, self._limits(), metric=study.metric,
                              callbacks=[Curves(study, self.cfg.directory / CURVES_CSV), self.saver, self.table, self.logger, fail_fast,
                                         NothingFitsWarning(study, progress),
