@@ -184,9 +184,10 @@ def sleeper(config):
 
 
 @pytest.mark.slow
-def test_loop_on_ray_stops_a_trial_within_50_ms_of_its_budget(ray_session):
-    """On Ray the loop sleeps in ray.wait until the stop time itself: the stop fires within
-    50 ms of limit x (1 + margin), and a trial that finishes in time is FINISHED."""
+def test_loop_on_ray_stops_a_trial_at_its_stop_time_not_a_poll_later(ray_session):
+    """On Ray the loop sleeps in ray.wait until the stop time itself: the stop fires at
+    limit x (1 + margin), well before a 1 s poll would (the tolerance leaves room for a busy
+    machine), and a trial that finishes in time is FINISHED."""
     from tuner.integrations.ray.backend import RayBackend, execute_trial
 
     ray_session.cloudpickle.register_pickle_by_value(sys.modules[__name__])   # as ship_trainable does
@@ -204,7 +205,7 @@ def test_loop_on_ray_stops_a_trial_within_50_ms_of_its_budget(ray_session):
     stopped = [o for o in rec.outcomes.values() if o.status == Status.TIMED_OUT]
     assert len(stopped) == 2
     for o in stopped:
-        assert 0.75 <= o.runtime < 0.75 + 0.05, o.runtime
+        assert 0.75 <= o.runtime < 0.75 + 0.25, o.runtime
         assert opt.trials[o.trial_id].metrics["runtime"] == o.runtime
     assert [o.status for o in rec.outcomes.values()].count(Status.FINISHED) == 2
 
@@ -222,24 +223,29 @@ def test_loop_on_ray_never_stops_a_trial_whose_result_is_ready(ray_session):
     from tuner.integrations.ray.backend import RayBackend, execute_trial
 
     class Stall(LoopCallback):
+        """Holds the driver until trial 1's result is in and its stop time has passed (so
+        the test does not depend on how fast a worker starts on a busy machine)."""
         def on_end(self, outcome):
             if outcome.trial_id == 0:
-                time.sleep(1.0)
+                late = [ref for ref, tid in backend._running.items() if tid == 1]
+                ray_session.wait(late, timeout=60)
+                time.sleep(max(opt.trials[1].start_time + 0.8 - backend.clock(), 0.0))
 
     ray_session.cloudpickle.register_pickle_by_value(sys.modules[__name__])
     task = ray_session.remote(num_cpus=0.5, max_retries=0)(execute_trial)
-    ray_session.get([task.remote(sleeper, {"x": 0.0}, {}, 0) for _ in range(2)])   # warm workers
+    # two workers warmed at once (overlapping tasks), so neither trial waits for a worker start
+    ray_session.get([task.remote(sleeper, {"x": 0.5}, {}, 0) for _ in range(2)])
     backend = RayBackend(task, sleeper, {}, seed=0)
     opt = Optimizer(LINE, algorithm="random", seed=0, clock=backend.clock,
                     constraints=[BUDGET], stop_margin=0.5, objective_bounds=(-1, 0))
-    opt.suggest = _fixed(opt.suggest, iter([{"x": 0.05}, {"x": 0.45}]))
+    opt.suggest = _fixed(opt.suggest, iter([{"x": 0.05}, {"x": 0.3}]))
     rec = Recorder()
     assert StudyLoop(opt, backend, Limits(2, slots=2), metric="score",
                      callbacks=[Stall(), rec]).run()
     late = rec.outcomes[1]
     assert late.status == Status.FINISHED, late.reason
     assert late.runtime > 0.75                               # collected after its stop time
-    assert 0.45 <= late.metrics["runtime"] < 0.6             # its own run time
+    assert 0.3 <= late.metrics["runtime"] < 0.5              # its own run time
     assert not opt.constraints[0].observed(opt.trials[1]) > 0   # within the 0.5 s budget
 
 
