@@ -285,3 +285,52 @@ def test_a_worker_killed_mid_trial_fails_that_trial_and_the_study_goes_on(ray_se
     assert lost.status == Status.FAILED and "worker or node lost" in lost.reason
     assert lost.runtime < 30
     assert [rec.outcomes[t].status for t in (1, 2, 3)] == [Status.FINISHED] * 3
+
+
+ONCE_ONLY_PACKAGE = '''
+import pathlib, time
+from . import state               # one-time state, like a C extension's (pandas' datetime API)
+state.loads += 1
+if state.loads > 1:
+    raise ImportError("partially initialized module (imported again after an interrupted import)")
+first = pathlib.Path(__file__).with_name("imported-once")
+if not first.exists():             # the first import in the whole test is slow: stopped half way
+    first.touch()
+    end = time.time() + 10
+    while time.time() < end:       # Python code: a stop (a KeyboardInterrupt) lands in here
+        pass
+'''
+
+
+@pytest.mark.slow
+def test_a_trial_stopped_while_importing_leaves_no_half_imported_worker(ray_session, tmp_path):
+    """A budget stop that lands while the trial's module is still importing must not poison the
+    worker for the next trial: a half-imported package left in a worker fails every later
+    import of it there (seen in CI with pandas: "partially initialized module")."""
+    from tuner.integrations.ray.backend import RayBackend, execute_trial
+
+    pkg = tmp_path / "onceonly"
+    pkg.mkdir()
+    (pkg / "state.py").write_text("loads = 0\n")
+    (pkg / "__init__.py").write_text(ONCE_ONLY_PACKAGE)
+    root = str(tmp_path)
+
+    def importer(config):
+        if root not in sys.path:
+            sys.path.insert(0, root)
+        import onceonly  # noqa: F401
+        return {"score": config["x"]}
+
+    ray_session.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    task = ray_session.remote(num_cpus=2, max_retries=0)(execute_trial)   # one at a time
+    ray_session.get(task.remote(sleeper, {"x": 0.0}, {}, 0))   # a warm worker, the one reused
+    backend = RayBackend(task, importer, {}, seed=0)
+    opt = Optimizer(LINE, algorithm="random", seed=0, clock=backend.clock,
+                    constraints=[{**BUDGET, "limit": 2.0}], stop_margin=0.5, objective_bounds=(0, 1))
+    opt.suggest = _fixed(opt.suggest, iter([{"x": 0.1}, {"x": 0.2}, {"x": 0.3}]))
+    rec = Recorder()
+    assert StudyLoop(opt, backend, Limits(3, slots=1), metric="score", callbacks=[rec]).run()
+    backend.close()
+    assert rec.outcomes[0].status == Status.TIMED_OUT
+    assert [rec.outcomes[t].status for t in (1, 2)] == [Status.FINISHED] * 2, \
+        [rec.outcomes[t].reason for t in (1, 2)]

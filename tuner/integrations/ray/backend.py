@@ -9,11 +9,14 @@ step's metrics stream back as they come (``ray.wait`` takes the generator), then
 
 A stopped trial gets a KeyboardInterrupt in its worker (``ray.cancel(force=False)``), so the
 worker survives with its imports warm; only a trial that ignores it for ``grace`` seconds (stuck
-in C code) is killed with its worker.
+in C code) is killed with its worker.  A stop that lands while the trial is importing a module
+ends its worker too: a half-imported package (pandas, say) would fail every later trial there.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import socket
 import time
 from typing import Any, Callable, Mapping
@@ -34,11 +37,12 @@ def execute_trial(trainable: str | Callable, config: dict[str, Any], options: di
                   seed: int) -> dict[str, Any]:
     """The body of one Ray task: train, and say where it ran and how long the training took,
     measured here in the worker (so the driver's own delays are never charged to the trial)."""
-    from trainables import get_trainable
+    with _no_half_imports():
+        from trainables import get_trainable
 
-    t0 = time.perf_counter()
-    metrics = get_trainable(trainable)(config, options, seed)
-    runtime = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        metrics = get_trainable(trainable)(config, options, seed)
+        runtime = time.perf_counter() - t0
     return {"metrics": {k: float(v) for k, v in metrics.items()}, "runtime": runtime,
             "node_id": ray.get_runtime_context().get_node_id(), "host": socket.gethostname()}
 
@@ -47,20 +51,39 @@ def execute_steps(trainable: str | Callable, config: dict[str, Any], options: di
                   seed: int):
     """The body of one Ray generator task: yield ``{"report": metrics}`` after each step of a
     trainable that reports progress, then what ``execute_trial`` returns."""
-    from trainables import get_trainable
+    with _no_half_imports():
+        from trainables import get_trainable
 
-    t0 = time.perf_counter()
-    steps = get_trainable(trainable).progress(config, options, seed)
-    while True:
-        try:
-            metrics = next(steps)
-        except StopIteration as end:
-            metrics = end.value
-            break
-        yield {"report": {k: float(v) for k, v in metrics.items()}}
-    runtime = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        steps = get_trainable(trainable).progress(config, options, seed)
+        while True:
+            try:
+                metrics = next(steps)
+            except StopIteration as end:
+                metrics = end.value
+                break
+            yield {"report": {k: float(v) for k, v in metrics.items()}}
+        runtime = time.perf_counter() - t0
     yield {"metrics": {k: float(v) for k, v in metrics.items()}, "runtime": runtime,
            "node_id": ray.get_runtime_context().get_node_id(), "host": socket.gethostname()}
+
+
+@contextlib.contextmanager
+def _no_half_imports():
+    """A stop (``ray.cancel``: a KeyboardInterrupt at the next bytecode) that lands in a module's
+    top-level code leaves that package half imported in this worker, and every later import of
+    it here fails ("partially initialized module"): the worker exits instead, and Ray starts a
+    fresh one.  A stop anywhere else keeps the worker and its imports.  (Written by hand: Ray
+    has no hook for it.)"""
+    try:
+        yield
+    except KeyboardInterrupt as stop:
+        tb = stop.__traceback__
+        while tb is not None:
+            if tb.tb_frame.f_code.co_name == "<module>":
+                os._exit(1)
+            tb = tb.tb_next
+        raise
 
 
 class RayBackend:
