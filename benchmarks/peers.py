@@ -72,6 +72,27 @@ ABLATION: dict[str, dict[str, Any]] = {
     "default-round": {**DEFAULT, "discrete_search": "round"},
     "default-per-choice": {**DEFAULT, "categorical_lengthscale": "per-choice"},
     "default-linear-budget": {**DEFAULT, "budget_scale": "linear"},
+    # rough 5-8-D landscapes (issue 20): candidates, each alone on the defaults
+    "default-matern": {**DEFAULT, "kernel": "matern52"},
+    "default-refit": {**DEFAULT, "refit_dense_until": 200},
+    "default-starts10": {**DEFAULT, "n_starts": 10},
+    "default-b0.25": {**DEFAULT, "beta": 0.25},
+    "default-matern-refit": {**DEFAULT, "kernel": "matern52", "refit_dense_until": 200},
+    "default-matern-init6": {**DEFAULT, "kernel": "matern52", "n_initial": 6},
+    "default-init6": {**DEFAULT, "n_initial": 6},
+    "default-mi6-refit": {**DEFAULT, "kernel": "matern52", "n_initial": 6, "refit_dense_until": 200},
+    "default-mi6-refit-r3": {**DEFAULT, "kernel": "matern52", "n_initial": 6,
+                             "refit_dense_until": 200, "fit_restarts": 3},
+    "default-mi6-r3": {**DEFAULT, "kernel": "matern52", "n_initial": 6, "fit_restarts": 3},
+    # a setting given as a function of the problem: one start-up point more than parameters
+    "default-init-d1": {**DEFAULT, "n_initial": lambda p: len(p.space) + 1},
+    "default-matern-init-d1": {**DEFAULT, "kernel": "matern52",
+                               "n_initial": lambda p: len(p.space) + 1},
+    "default-matern-gse": {**DEFAULT, "kernel": "matern52", "constraint_kernel": "se"},
+    "default-matern-gse-d1": {**DEFAULT, "kernel": "matern52", "constraint_kernel": "se",
+                              "n_initial": lambda p: len(p.space) + 1},
+    "default-kauto": {**DEFAULT, "kernel": "auto"},
+    "default-kauto-d1": {**DEFAULT, "kernel": "auto", "n_initial": lambda p: len(p.space) + 1},
 }
 PEERS = ("optuna-tpe", "optuna-gp", "syne-botorch")
 METHODS = (*PROJECT, *PEERS)
@@ -245,6 +266,7 @@ def make_method(method: str, problem: Problem, seed: int) -> Any:
     if method in PROJECT or method in ABLATION:
         cons = [problem.constraint] if problem.constraint and method != "random" else []
         settings = PROJECT[method] if method in PROJECT else ABLATION[method]
+        settings = {k: v(problem) if callable(v) else v for k, v in settings.items()}
         return Optimizer(problem.space, seed=seed, constraints=cons, **settings)
     if method == "optuna-tpe":
         return OptunaAdapter(problem, "tpe", seed)

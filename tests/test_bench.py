@@ -140,3 +140,24 @@ def test_lookup_problems_follow_the_table_interface(monkeypatch, capsys):
     assert p.f_opt == 0.9 and p.f({"C": 2.0}) == 0.9 and p.mean_runtime({"C": 500.0}) == 8.0
     assert compare.usable_problems(["lookup-svm", "lookup-cnn"]) == ["lookup-svm"]
     assert "skipping lookup-cnn" in capsys.readouterr().out
+
+
+def test_paired_table_counts_the_seeds_a_variant_beat_or_lost_to_the_reference(tmp_path):
+    """benchmarks.paired reads runs.csv files as one and compares each variant with the
+    reference seed by seed (the harness gives both the same run times)."""
+    from benchmarks import paired
+
+    for method in ("tuner", "default-matern"):
+        compare.main(["--out", str(tmp_path / method), "--seeds", "3", "--workers", "4",
+                      "--problems", "branin", "--methods", method])
+    files = [str(tmp_path / m / "runs.csv") for m in ("tuner", "default-matern")]
+    rows = {m: {int(r["seed"]): float(r["best_1"]) for r in csv.DictReader(open(f))}
+            for m, f in zip(("tuner", "default-matern"), files)}
+    won = sum(rows["default-matern"][s] > rows["tuner"][s] for s in range(3))
+    lost = sum(rows["default-matern"][s] < rows["tuner"][s] for s in range(3))
+    text = paired.main([*files, "--base", "tuner", "--out", str(tmp_path / "paired.md")])
+    line = next(ln for ln in text.splitlines() if ln.startswith("| branin | 4 | H |"))
+    assert f"({won}/{lost} of 3)" in line
+    assert (tmp_path / "paired.md").read_text().strip() == text.strip()
+    with pytest.raises(SystemExit, match="--base 'nope'"):
+        paired.main([*files, "--base", "nope"])

@@ -223,6 +223,8 @@ def test_rpol_constraint_estimate_option(g, shift):
     ({"censor_noise": 0}, ["censor_noise", "> 0"]),
     ({"delay_lambda_power": 2}, ["delay_lambda_power", "[0, 1]"]),
     ({"n_initial": "many"}, ["n_initial", "auto"]),
+    ({"kernel": "rbf"}, ["kernel", "se", "matern52", "auto"]),
+    ({"constraint_kernel": "rbf"}, ["constraint_kernel", "same", "auto"]),
     ({"prior_mean": "median"}, ["prior_mean", "zero", "mean"]),
     ({"refit_dense_until": -1}, ["refit_dense_until", ">= 0"]),
     ({"constraints": [COST], "constraint_handler": "rpol", "handler_options": {"g": "max"}},
@@ -232,6 +234,47 @@ def test_bad_switches_name_the_field_and_allowed_values(kw, words):
     with pytest.raises(ValueError) as err:
         Optimizer(LINE, **kw)
     assert all(w in str(err.value) for w in words)
+
+
+# --- the kernel chosen by the evidence -----------------------------------------------------------
+
+SQUARE = {"x": {"type": "float", "low": 0.0, "high": 1.0}, "y": {"type": "float", "low": 0.0, "high": 1.0}}
+
+
+def told(f, n=40, **kw):
+    """An optimizer told ``f`` at its ``n`` start-up points, then asked once more (a fit)."""
+    opt, _ = make(SQUARE, kernel="auto", n_initial=n, objective_bounds=None, **kw)
+    for _ in range(n):
+        s = opt.suggest()
+        opt.tell(s.trial_id, float(f(s.config["x"], s.config["y"])))
+    opt.suggest()
+    return opt
+
+
+def test_kernel_auto_fits_both_and_keeps_the_one_the_evidence_favours():
+    """kernel: auto fits SE and Matern-5/2 at each refit and keeps the one of higher marginal
+    likelihood x prior: SE for a smooth function, Matern for one with kinks (|.|^0.3)."""
+    smooth = told(lambda x, y: np.sin(3 * x) + np.cos(2 * y))
+    rough = told(lambda x, y: abs(np.sin(9 * x)) ** 0.3 + abs(y - 0.37) ** 0.3)
+    assert smooth.objective.gp_all.kernel.name == "se"
+    assert rough.objective.gp_all.kernel.name == "matern52"
+    assert rough.objective.gp_done.kernel.name == "matern52"
+
+
+def test_the_chosen_kernel_is_saved_and_the_resumed_optimizer_suggests_the_same(tmp_path):
+    opt = told(lambda x, y: abs(np.sin(9 * x)) ** 0.3 + abs(y - 0.37) ** 0.3, n=30)
+    opt.save(tmp_path / "state.json")
+    again = Optimizer.load(tmp_path / "state.json", clock=opt.clock)
+    assert again.objective.gp_all.kernel.name == "matern52"
+    assert opt.suggest().config == again.suggest().config
+
+
+def test_constraint_kernel_sets_the_constraint_models_apart_from_the_objective():
+    opt, _ = make(kernel="matern52", constraint_kernel="se", constraints=[COST])
+    assert opt.objective.gp_all.kernel.name == "matern52"
+    assert [m.gp_all.kernel.name for m in opt.constraint_models] == ["se"]
+    same, _ = make(kernel="matern52", constraints=[COST])
+    assert [m.gp_all.kernel.name for m in same.constraint_models] == ["matern52"]
 
 
 # --- the paper-exact settings -------------------------------------------------------------------

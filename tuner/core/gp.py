@@ -524,13 +524,22 @@ def _posterior_objective(theta: np.ndarray, kernel: Kernel, S: np.ndarray, y: np
     return nll + p, grad + pg
 
 
-@blas_threads
 def fit_hyperparameters(kernel: Kernel, X: np.ndarray, y: np.ndarray, start: Hyperparameters,
                         rng: np.random.Generator, bounds: HyperBounds | None = None,
                         n_restarts: int = 2, lengthscale_prior: bool = False,
                         groups: np.ndarray | None = None) -> Hyperparameters:
+    """The hyperparameters of ``fit_and_score``."""
+    return fit_and_score(kernel, X, y, start, rng, bounds, n_restarts, lengthscale_prior, groups)[0]
+
+
+@blas_threads
+def fit_and_score(kernel: Kernel, X: np.ndarray, y: np.ndarray, start: Hyperparameters,
+                  rng: np.random.Generator, bounds: HyperBounds | None = None,
+                  n_restarts: int = 2, lengthscale_prior: bool = False,
+                  groups: np.ndarray | None = None) -> tuple[Hyperparameters, float]:
     """Maximize the marginal likelihood (times ``lengthscale_log_prior`` if asked: a MAP fit)
-    by multi-start L-BFGS-B (scipy).
+    by multi-start L-BFGS-B (scipy); returns the hyperparameters and the minimized
+    -log(marginal likelihood x prior), comparable across kernels on the same data.
 
     Starts: the current hyperparameters plus ``n_restarts`` log-uniform draws in the box.
     ``groups[j]`` (0..g-1) ties the lengthscales of input columns: one lengthscale per group,
@@ -558,4 +567,4 @@ def fit_hyperparameters(kernel: Kernel, X: np.ndarray, y: np.ndarray, start: Hyp
             best_theta, best_val = res.x, res.fun
     ls = np.exp(best_theta[1:1 + d])
     return Hyperparameters(float(np.exp(best_theta[0])), ls if groups is None else ls[groups],
-                           float(np.exp(best_theta[-1])))
+                           float(np.exp(best_theta[-1]))), float(best_val)

@@ -7,7 +7,8 @@
   (soft censoring, ``SoftCensoredPosterior``);
 * ``gp_done``: a GP over usable results only (in arrival order), for the baselines that ignore
   pending trials (mean and variance) or hallucinate them (mean only);
-* marginal-likelihood refits every k usable results;
+* marginal-likelihood refits every k usable results; with several candidate kernels, each is
+  fit and the one of highest evidence (marginal likelihood x lengthscale prior) is kept;
 * ``recent``: the posterior from a subset of the inputs only (the sliding window of RPOL-SWUCB,
   004 §6 / App. D), with the same hyperparameters.
 
@@ -23,13 +24,15 @@ import numpy as np
 
 from .censoring import Trial
 from .gp import (GaussianProcess, HyperBounds, Hyperparameters, Posterior, SoftCensoredPosterior,
-                 fit_hyperparameters)
-from .kernels import Kernel
+                 fit_and_score)
+from .kernels import Kernel, make_kernel
 
 
 class CensoredModel:
     def __init__(self, kernel: Kernel, hyper: Hyperparameters, domain: np.ndarray | None = None,
-                 bounds: HyperBounds | None = None, groups: np.ndarray | None = None):
+                 bounds: HyperBounds | None = None, groups: np.ndarray | None = None,
+                 alternatives: Sequence[Kernel] = ()):
+        self.kernels = [kernel, *alternatives]   # chosen among at each fit (the first until then)
         self.gp_all = GaussianProcess(kernel, hyper)
         self.gp_done = GaussianProcess(kernel, hyper)
         if domain is not None:
@@ -76,8 +79,12 @@ class CensoredModel:
             older = rng.choice(len(done) - keep, max_points - keep, replace=False)
             idx = np.concatenate([np.sort(older), idx[-keep:]])
         X = np.vstack([done[i].x for i in idx])
-        hyper = fit_hyperparameters(self.gp_all.kernel, X, y[idx], self.gp_all.hyper, rng,
-                                    self.bounds, restarts, lengthscale_prior, self.groups)
+        # the kernel in use first, so a single kernel fits exactly as before
+        order = sorted(self.kernels, key=lambda k: k is not self.gp_all.kernel)
+        fits = [(fit_and_score(k, X, y[idx], self.gp_all.hyper, rng, self.bounds, restarts,
+                               lengthscale_prior, self.groups), k) for k in order]
+        (hyper, _), kernel = min(fits, key=lambda f: f[0][1])
+        self.gp_all.kernel = self.gp_done.kernel = kernel
         self.gp_all.set_hyperparameters(hyper)
         self.gp_done.set_hyperparameters(hyper)
         self.fit_n = len(done)
@@ -104,13 +111,17 @@ class CensoredModel:
 
     def state_dict(self) -> dict[str, Any]:
         return {"hyper": self.gp_all.hyper.to_dict(), "fit_n": self.fit_n, "all_base": self.all_base,
-                "done_ids": list(self.done_ids), "done_base": self.done_base}
+                "done_ids": list(self.done_ids), "done_base": self.done_base,
+                "kernel": self.gp_all.kernel.name}
 
     def load_state(self, state: dict[str, Any], trials: Sequence[Trial]) -> None:
         """Replay the factorizations as they happened: a full one at the last fit, then one
         appended row per input, so the factor (and the next suggestion) is bit-identical."""
         hyper = Hyperparameters.from_dict(state["hyper"])
         self.gp_all.hyper = self.gp_done.hyper = hyper
+        if "kernel" in state:     # the kernel chosen at the last fit
+            chosen = next((k for k in self.kernels if k.name == state["kernel"]), None)
+            self.gp_all.kernel = self.gp_done.kernel = chosen or make_kernel(state["kernel"])
         self.fit_n, self.all_base = state["fit_n"], state["all_base"]
         self.done_ids, self.done_base = list(state["done_ids"]), state["done_base"]
         dim = self.gp_all.dim

@@ -77,16 +77,21 @@ class Optimizer:
         self._changed: set[int] = set()   # trials changed since the last ``changed_trials``
         self._live: dict[int, Trial] = {}  # the running trials, in id order
         s = self.settings
-        kernel = make_kernel(s.kernel)
         hyper = Hyperparameters(s.amplitude, np.full(self.space.dim, s.lengthscale), s.noise)
         shared = s.categorical_lengthscale == "shared" and any(
             p.kind == "categorical" for p in self.space.params.values())
         groups = self.space.groups() if shared else None
-        self.objective = CensoredModel(kernel, hyper, self.domain, groups=groups)
+
+        def model(name: str) -> CensoredModel:     # "auto": SE, or Matern-5/2 where the evidence says
+            kernels = [make_kernel(k) for k in (("se", "matern52") if name == "auto" else (name,))]
+            return CensoredModel(kernels[0], hyper, self.domain, groups=groups,
+                                 alternatives=kernels[1:])
+
+        self.objective = model(s.kernel)
         self.constraints = [replace(c, log=s.budget_scale == "log" and c.runtime and c.type == "budget")
                             for c in (Constraint.from_dict(d, f"constraints[{i}]")
                                       for i, d in enumerate(s.constraints))]
-        self.constraint_models = [CensoredModel(kernel, hyper, self.domain, groups=groups)
+        self.constraint_models = [model(s.kernel if s.constraint_kernel == "same" else s.constraint_kernel)
                                   for _ in self.constraints]
         self.handler = make_handler(s.constraint_handler, len(self.constraints), s.handler_options)
         self.samplers = dict(samplers or {})

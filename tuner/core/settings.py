@@ -41,7 +41,8 @@ class Settings:
     beta_schedule: str = "constant"
     delta: float = 0.1
     b_y: float = 1.0
-    kernel: str = "se"
+    kernel: str = "se"                 # se | matern52 | auto: at each fit, the one of higher evidence
+    constraint_kernel: str = "same"    # the constraint GPs' kernel: "same" as the objective's, or one
     categorical_lengthscale: str = "shared"   # one per categorical (Hamming), or per choice
     amplitude: float = 1.0
     lengthscale: float = 0.2
@@ -146,7 +147,8 @@ SETTINGS_FIELDS: dict[str, Field] = {
     "beta_schedule": Field((str,), choices=acq.BETA_SCHEDULES),
     "delta": Field((float,), above=0, maximum=1),
     "b_y": Field((float,), minimum=0),
-    "kernel": Field((str,), choices=lambda: sorted(KERNELS)),
+    "kernel": Field((str,), choices=lambda: [*sorted(KERNELS), "auto"]),
+    "constraint_kernel": Field((str,), choices=lambda: ["same", *sorted(KERNELS), "auto"]),
     "categorical_lengthscale": Field((str,), choices=("shared", "per-choice")),
     "amplitude": Field((float,), above=0),
     "lengthscale": Field((float,), above=0),
