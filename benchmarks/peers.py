@@ -92,6 +92,9 @@ ABLATION: dict[str, dict[str, Any]] = {
     "default-matern-gse-d1": {**DEFAULT, "kernel": "matern52", "constraint_kernel": "se",
                               "n_initial": lambda p: len(p.space) + 1},
     "default-kauto": {**DEFAULT, "kernel": "auto"},
+    "default-until-result": {**DEFAULT, "startup_until_result": True},
+    "default-matern-d1-until": {**DEFAULT, "kernel": "matern52", "constraint_kernel": "se",
+                                "n_initial": lambda p: len(p.space) + 1, "startup_until_result": True},
     "default-kauto-d1": {**DEFAULT, "kernel": "auto", "n_initial": lambda p: len(p.space) + 1},
 }
 PEERS = ("optuna-tpe", "optuna-gp", "syne-botorch")

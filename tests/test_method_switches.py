@@ -129,6 +129,22 @@ def test_start_up_design_is_sobol_in_start_order_whatever_order_results_arrive()
         assert np.allclose(xs, opt.space.snap(sobol))
 
 
+def test_startup_until_result_keeps_to_sobol_while_no_result_has_arrived():
+    """A pool wider than the design: with startup_until_result the suggestions made before any
+    result continue the Sobol sequence (the GP would choose from pending trials alone); the
+    first result hands over to the GP.  Off (the default), the GP chooses from n_initial on."""
+    sobol = qmc.Sobol(3, scramble=True, seed=0).random(8)
+    opt, _ = make(BOX, n_initial=2, startup_until_result=True)
+    first = [opt.suggest() for _ in range(6)]
+    assert np.allclose([opt.trials[s.trial_id].x for s in first], opt.space.snap(sobol[:6]))
+    opt.tell(first[0].trial_id, 0.5)
+    after = opt.trials[opt.suggest().trial_id].x
+    assert not np.allclose(after, opt.space.snap(sobol[6:7])[0])
+    off, _ = make(BOX, n_initial=2)
+    xs = [off.trials[off.suggest().trial_id].x for _ in range(3)]
+    assert np.allclose(xs[:2], off.space.snap(sobol[:2])) and not np.allclose(xs[2], sobol[2])
+
+
 def test_dense_refits_follow_every_result_then_every_k():
     opt, clock = make(refit_dense_until=5, refit_every=10, n_initial=0)
     fits = []

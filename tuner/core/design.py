@@ -11,11 +11,12 @@ class StartupDesign:
     def __init__(self, dim: int, n: int, seed: int | None, domain: np.ndarray | None = None):
         self.dim, self.n, self.seed, self.domain = dim, n, seed, domain
 
-    def point(self, t: int, rng: np.random.Generator) -> np.ndarray:
-        """Query t's point in the unit cube (a row of ``domain`` if there is one)."""
+    def point(self, t: int, rng: np.random.Generator, extend: bool = False) -> np.ndarray:
+        """Query t's point in the unit cube (a row of ``domain`` if there is one); past the
+        design's n points a random one, or with ``extend`` the Sobol sequence's next."""
         if self.domain is not None:
             return self.domain[rng.integers(len(self.domain))]
-        n = max(1, self.n)
+        n = max(1, self.n, t + 1 if extend else 0)
         if t < n:
             from scipy.stats import qmc   # scipy.stats costs 0.7 s to import: only on first use
             pts = qmc.Sobol(self.dim, scramble=True, seed=self.seed).random(

@@ -117,6 +117,9 @@ class Optimizer:
             x = self.space.encode(config)
         elif self.algorithm.estimate == "random" or t < self.n_initial:
             x = self.design.point(t, self.rng)
+        elif self.settings.startup_until_result and not any(
+                tr.status == Status.FINISHED for tr in self.trials):
+            x = self.design.point(t, self.rng, extend=True)   # a GP with no result: keep to Sobol
         else:
             x = self._choose(now, t)
         x = self.space.snap(x)[0]

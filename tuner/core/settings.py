@@ -53,6 +53,7 @@ class Settings:
     fit_max_points: int = 500
     fit_restarts: int = 1
     n_initial: int | str = "auto"      # Sobol start-up design; "auto" = 2 x parameters
+    startup_until_result: bool = False  # the design goes on while no result has arrived (wide pools)
     n_candidates: int = 1024
     n_local: int = 128
     n_starts: int = 3
@@ -159,6 +160,7 @@ SETTINGS_FIELDS: dict[str, Field] = {
     "fit_max_points": Field((int,), minimum=1),
     "fit_restarts": Field((int,), minimum=0),
     "n_initial": Field((int,), words=("auto",), minimum=0),
+    "startup_until_result": Field((bool,)),
     "n_candidates": Field((int,), minimum=1),
     "n_local": Field((int,), minimum=0),
     "n_starts": Field((int,), minimum=0),
