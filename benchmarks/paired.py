@@ -2,7 +2,7 @@
 each variant's median best feasible score and on how many seeds it beat or lost to the
 reference's run with the same seed (same simulated clock and run times: a paired comparison).
 
-    python -m benchmarks.paired RUNS.csv [RUNS.csv ...] --base tuner [--out paired.md]
+    python -m benchmarks.paired RUNS.csv [RUNS.csv ...] --base tuner [--methods A B] [--out paired.md]
 
 Several runs.csv files are read as one (e.g. a variant's runs beside the reference's).
 """
@@ -38,8 +38,10 @@ def wins_losses(rows: list[dict[str, Any]], base: list[dict[str, Any]], q: float
     return won, lost, len(common)
 
 
-def table(cells: dict[Cell, list[dict[str, Any]]], base: str) -> list[str]:
-    variants = [m for m in order({m for _, _, m in cells}) if m != base]
+def table(cells: dict[Cell, list[dict[str, Any]]], base: str,
+          methods: Sequence[str] | None = None) -> list[str]:
+    variants = [m for m in order({m for _, _, m in cells}) if m != base
+                and (methods is None or m in methods)]
     lines = [f"| problem | W | at | {base} | " + " | ".join(variants) + " |",
              "|---" * (len(variants) + 4) + "|"]
     for p, w in sorted({(p, w) for p, w, _ in cells}, key=lambda pw: (pw[1], pw[0])):
@@ -63,13 +65,14 @@ def main(argv: Sequence[str] | None = None) -> str:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("runs", nargs="+", help="runs.csv files of benchmarks.compare")
     ap.add_argument("--base", default="tuner", help="the reference method (default: tuner)")
+    ap.add_argument("--methods", nargs="*", default=None, help="the variants to show (default: all)")
     ap.add_argument("--out", default=None, help="write the table here (markdown) as well")
     args = ap.parse_args(argv)
     cells = merged([Path(p) for p in args.runs])
     if not any(m == args.base for _, _, m in cells):
         raise SystemExit(f"--base {args.base!r}: no runs of it in {args.runs}")
     text = "\n".join([f"Median best feasible score; (won/lost of n): seeds on which the variant "
-                      f"beat / lost to `{args.base}` with the same seed.", "", *table(cells, args.base)])
+                      f"beat / lost to `{args.base}` with the same seed.", "", *table(cells, args.base, args.methods)])
     if args.out:
         Path(args.out).write_text(text + "\n")
     try:
