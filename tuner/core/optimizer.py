@@ -6,6 +6,10 @@
     opt.tell(s.trial_id, accuracy)    # whenever it finishes, in any order
     opt.save("study.json"); Optimizer.load("study.json")
 
+With ``context_space`` each suggestion is asked for a context, ``suggest(context={...})``: the
+GP is on the joint (configuration, context) input (CGP-UCB-SDF / CGP-TS-SDF, paper 001 §5,
+``tuner.core.context``).
+
 No Ray, no MLflow: the clock is injected (wall time by default, a simulated one in
 ``tuner.loop.simulator``), so the same object serves simulations, the CLI and the Ray Tune plugin.
 """
@@ -26,6 +30,7 @@ from .algorithms import get_algorithm
 from .censoring import Window, censored_targets, constraint_view, counted
 from .constraints import SHIFTS, Constraint, arrived_since, check_reported, make_handler, sample
 from .constraints import feasible as _feasible
+from .context import Contexts
 from .design import StartupDesign
 from .exploration import Exploration
 from .gp import Hyperparameters, Posterior
@@ -61,8 +66,14 @@ class Optimizer:
 
     def __init__(self, space: SearchSpace | Mapping[str, Any], settings: Settings | None = None,
                  *, clock: Callable[[], float] = time.time, domain: np.ndarray | None = None,
-                 samplers: Mapping[str, Sampler] | None = None, **overrides: Any):
+                 samplers: Mapping[str, Sampler] | None = None,
+                 context_space: SearchSpace | Mapping[str, Any] | None = None, **overrides: Any):
         self.space = space if isinstance(space, SearchSpace) else SearchSpace.from_dict(space)
+        self.contexts = None if context_space is None else Contexts(self.space, context_space)
+        if self.contexts is not None and domain is not None:
+            raise ValueError("context_space with a finite domain is not supported: declare the "
+                             "domain's parameters as a search space")
+        inputs = self.space if self.contexts is None else self.contexts.joint   # the GP's inputs
         base = asdict(settings) if settings is not None else {}
         base.update(overrides)
         self.settings = Settings.from_dict(base)
@@ -77,10 +88,10 @@ class Optimizer:
         self._changed: set[int] = set()   # trials changed since the last ``changed_trials``
         self._live: dict[int, Trial] = {}  # the running trials, in id order
         s = self.settings
-        hyper = Hyperparameters(s.amplitude, np.full(self.space.dim, s.lengthscale), s.noise)
+        hyper = Hyperparameters(s.amplitude, np.full(inputs.dim, s.lengthscale), s.noise)
         shared = s.categorical_lengthscale == "shared" and any(
-            p.kind == "categorical" for p in self.space.params.values())
-        groups = self.space.groups() if shared else None
+            p.kind == "categorical" for p in inputs.params.values())
+        groups = inputs.groups() if shared else None
 
         def model(name: str) -> CensoredModel:     # "auto": SE, or Matern-5/2 where the evidence says
             kernels = [make_kernel(k) for k in (("se", "matern52") if name == "auto" else (name,))]
@@ -100,17 +111,23 @@ class Optimizer:
             raise ValueError(f"samplers must give one function per observable constraint metric "
                              f"{need} (got {sorted(self.samplers)})")
         self._seen_constraint: set[int] = set()   # trials whose constraint values reached the handler
-        self.exploration = Exploration(s, self.algorithm, self.window.unit, self.space.dim,
+        self.exploration = Exploration(s, self.algorithm, self.window.unit, inputs.dim,
                                        None if self.domain is None else len(self.domain))
         self.design = StartupDesign(self.space.dim, self.n_initial, s.seed, self.domain)
-        self.view = PosteriorView(s, self.algorithm, self.space.dim)
+        self.view = PosteriorView(s, self.algorithm, inputs.dim)
         self.last_nu: float | None = None
 
     # --- public API ---------------------------------------------------------------------------
 
-    def suggest(self, config: Mapping[str, Any] | None = None) -> Suggestion:
-        """Choose the next configuration now (or register ``config``, e.g. a user's start point)."""
+    def suggest(self, config: Mapping[str, Any] | None = None,
+                context: Mapping[str, Any] | None = None) -> Suggestion:
+        """Choose the next configuration now (or register ``config``, e.g. a user's start point,
+        or an earlier study's trial to be told its result); ``context``: z_t, required with a
+        ``context_space`` (paper 001 §5)."""
         now, t = float(self.clock()), len(self.trials)
+        if self.contexts is None and context is not None:
+            raise ValueError("suggest(context=...) needs an optimizer built with a context_space")
+        z = None if self.contexts is None else self.contexts.encode(context)
         if self.constraints and self.algorithm.estimate != "random":
             self._start_round(t)
         if config is not None:
@@ -121,11 +138,12 @@ class Optimizer:
                 tr.status == Status.FINISHED for tr in self.trials):
             x = self.design.point(t, self.rng, extend=True)   # a GP with no result: keep to Sobol
         else:
-            x = self._choose(now, t)
-        x = self.space.snap(x)[0]
+            x = self._choose(now, t, z)
+        x = self.space.snap(x[: self.space.dim])[0]
         trial = Trial(trial_id=t, config=self.space.decode(x) if config is None else dict(config),
-                      x=x, start_time=now, start_index=t,
-                      pending_at_suggest=len(self._live))
+                      x=x if z is None else np.concatenate([x, z]), start_time=now, start_index=t,
+                      pending_at_suggest=len(self._live),
+                      context=None if context is None else dict(context))
         for c in self.constraints:
             if c.observable:     # the round's sample at x_t is known before the run (003 §4)
                 trial.metrics[c.metric] = float(sample(self.samplers, c, t, [trial.config])[0])
@@ -139,7 +157,7 @@ class Optimizer:
         self._live[trial.trial_id] = trial
         self._changed.add(trial.trial_id)
         for model in (self.objective, *self.constraint_models):
-            model.append(x)
+            model.append(trial.x)
         return Suggestion(trial.trial_id, dict(trial.config))
 
     def tell(self, trial_id: int, value: float, metrics: Mapping[str, float] | None = None,
@@ -274,7 +292,8 @@ class Optimizer:
         return censored_targets(self.trials, done, self.settings.mode, *self._reward_range(),
                                 self.settings.censor_at_partial)
 
-    def _choose(self, now: float, t: int) -> np.ndarray:
+    def _choose(self, now: float, t: int, z: np.ndarray | None = None) -> np.ndarray:
+        """x_t maximizing the estimate (with a context, over x at (x, z_t): 001 §5)."""
         s, algo = self.settings, self.algorithm
         m, done = self._usable(now, t)
         y_all = self._censored(done)
@@ -284,7 +303,13 @@ class Optimizer:
         self.last_nu = nu
         C = candidate_set(self.space, self.rng, s.n_candidates,
                           incumbents=self._incumbents(done), n_local=s.n_local, domain=self.domain)
-        f_est = acq.estimate(algo.estimate, post, nu, C, +1.0, self.rng)
+        joint = C if z is None else self.contexts.join(C, z)
+
+        def lift(U: np.ndarray) -> np.ndarray:     # configurations -> the GP's inputs
+            return joint if U is C else U if z is None else self.contexts.join(U, z)
+
+        f_joint = acq.estimate(algo.estimate, post, nu, joint, +1.0, self.rng)
+        f_est = f_joint if z is None else _on(f_joint, lift)
         smooth = algo.smooth and self.domain is None
         discrete = s.discrete_search == "local"
         if not self.constraints:
@@ -292,7 +317,8 @@ class Optimizer:
                             discrete=discrete)
         lo, hi = self._reward_range()
         f_bound = self._f_bound()
-        g_ests = [self._constraint_estimate(j, m, now, t, C) for j in range(len(self.constraints))]
+        g_ests = [_on(self._constraint_estimate(j, m, now, t, joint), lift)
+                  for j in range(len(self.constraints))]
         smooth = smooth and self.handler.g_estimate != "sample"
 
         scale = (0.0, 1.0) if self.handler.normalized_f else (lo, hi - lo)
@@ -369,7 +395,7 @@ class Optimizer:
         if not done:
             return None
         order = np.argsort(-self._targets(done))[:k]
-        return np.vstack([done[i].x for i in order])
+        return np.vstack([done[i].x[: self.space.dim] for i in order])
 
     @property
     def n_initial(self) -> int:
@@ -410,7 +436,8 @@ class Optimizer:
     def from_state(cls, state: Mapping[str, Any], *, clock: Callable[[], float] = time.time,
                    samplers: Mapping[str, Sampler] | None = None) -> "Optimizer":
         space, settings, domain = built_with(state)
-        opt = cls(space, settings, clock=clock, domain=domain, samplers=samplers)
+        opt = cls(space, settings, clock=clock, domain=domain, samplers=samplers,
+                  context_space=state.get("context_space"))
         restore(opt, state)
         return opt
 
@@ -420,3 +447,13 @@ class Optimizer:
         with open(path) as fh:
             return cls.from_state(json.load(fh), clock=clock, samplers=samplers)
 
+
+def _on(h: Callable[[np.ndarray], np.ndarray], lift: Callable[[np.ndarray], np.ndarray]):
+    """``h`` evaluated at ``lift(U)`` (a configuration with its context appended), keeping
+    ``h.top`` (the skip of hopeless candidates) where ``h`` has one."""
+    def g(U: np.ndarray) -> np.ndarray:
+        return h(lift(U))
+    top = getattr(h, "top", None)
+    if top is not None:
+        g.top = lambda U, k: top(lift(U), k)      # type: ignore[attr-defined]
+    return g

@@ -25,6 +25,7 @@ def state_dict(opt: Optimizer) -> dict[str, Any]:
     return envelope(STATE_FORMAT, STATE_VERSION, {
         "space": opt.space.to_dict(), "settings": opt.settings.to_dict(),
         "domain": None if opt.domain is None else opt.domain.tolist(),
+        **({"context_space": opt.contexts.space.to_dict()} if opt.contexts is not None else {}),
         **opt.changing_state(), "trials": [tr.to_dict() for tr in opt.trials]})
 
 

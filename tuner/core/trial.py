@@ -64,6 +64,7 @@ class Trial:
     progress: float | None = None   # the last progress it reported, as a fraction of a full run
     partial: float | None = None    # its objective at that point
     pace: list[float] | None = None  # [fraction, elapsed s] at its first and last report
+    context: dict[str, Any] | None = None   # z_t it was chosen for (paper 001 §5), if any
 
     @property
     def projected_runtime(self) -> float | None:
@@ -89,7 +90,8 @@ class Trial:
                 "value": self.value, "metrics": self.metrics, "finish_time": self.finish_time,
                 "finish_index": self.finish_index, "reason": self.reason,
                 **({"progress": self.progress, "partial": self.partial, "pace": self.pace}
-                   if self.progress is not None else {})}
+                   if self.progress is not None else {}),
+                **({"context": self.context} if self.context is not None else {})}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Trial":

@@ -1,0 +1,130 @@
+"""Contexts (paper 001 §5): CGP-UCB-SDF and CGP-TS-SDF learn how the best configuration moves
+with the context, keep censoring and constraints, and are saved and resumed like the rest."""
+
+import numpy as np
+import pytest
+
+from tuner import Optimizer
+from tuner.core.kernels import SquaredExponential
+from tuner.core.space import SpaceError
+from tuner.loop.simulator import SimClock
+
+LINE = {"x": {"type": "float", "low": 0.0, "high": 1.0}}
+Z = {"z": {"type": "float", "low": 0.0, "high": 1.0}}
+
+
+def g(x, z):
+    """The best x moves with the context: x* = z."""
+    return -(x - z) ** 2
+
+
+def trained(algorithm="gp-ucb-sdf", n=40, **kw):
+    """An optimizer told g at contexts 0.2 and 0.8 only."""
+    opt = Optimizer(LINE, context_space=Z, algorithm=algorithm, seed=0, objective_bounds=(-1, 0),
+                    clock=SimClock(), **kw)
+    rng = np.random.default_rng(0)
+    for _ in range(n):
+        z = float(rng.choice([0.2, 0.8]))
+        s = opt.suggest(context={"z": z})
+        opt.tell(s.trial_id, g(s.config["x"], z))
+    return opt
+
+
+@pytest.mark.parametrize("algorithm", ["gp-ucb-sdf", "gp-ts-sdf"])
+def test_the_choice_follows_the_context_also_one_never_seen(algorithm):
+    opt = trained(algorithm)
+    for z in (0.2, 0.5, 0.8):            # 0.5: between the two seen
+        s = opt.suggest(context={"z": z})
+        assert abs(s.config["x"] - z) < 0.1, (z, s.config)
+        assert opt.trials[s.trial_id].context == {"z": z}
+        assert s.config.keys() == {"x"}
+
+
+def test_without_the_context_the_gp_cannot_tell_the_tasks_apart():
+    """The same data without the context (one GP for all tasks): the choice sits between the
+    two optima whatever the task, the contextual GP's does not."""
+    plain = Optimizer(LINE, seed=0, objective_bounds=(-1, 0), clock=SimClock())
+    rng = np.random.default_rng(0)
+    for _ in range(40):
+        z = float(rng.choice([0.2, 0.8]))
+        s = plain.suggest()
+        plain.tell(s.trial_id, g(s.config["x"], z))
+    x = plain.suggest().config["x"]
+    assert min(abs(x - 0.2), abs(x - 0.8)) > 0.1
+    assert abs(trained().suggest(context={"z": 0.8}).config["x"] - 0.8) < 0.1
+
+
+def test_earlier_results_with_their_contexts_warm_start_a_new_optimizer():
+    """Registered trials (an earlier study's, with their contexts) are told like any other."""
+    old = trained()
+    new = Optimizer(LINE, context_space=Z, seed=1, objective_bounds=(-1, 0), clock=SimClock())
+    for tr in old.trials:
+        s = new.suggest(tr.config, context=tr.context)
+        new.tell(s.trial_id, tr.value)
+    assert abs(new.suggest(context={"z": 0.35}).config["x"] - 0.35) < 0.1
+
+
+def test_pending_trials_are_censored_in_the_joint_space():
+    """A running trial at (x, z) is a censored GP input at that joint point (eq. 1)."""
+    opt = trained(n=20)
+    s = opt.suggest(context={"z": 0.5})
+    x = opt.trials[s.trial_id].x
+    assert np.allclose(x, [s.config["x"], 0.5]) and len(x) == 2
+    assert opt.objective.gp_all.n == 21
+    assert opt.censored_targets()[-1] == 0.0         # at the minimum of the bounds (-1 -> 0)
+
+
+def test_a_constraint_works_unchanged_with_a_context():
+    cost = {"metric": "cost", "limit": 0.5, "type": "upper"}       # cost = x: x <= 0.5
+    opt = Optimizer(LINE, context_space=Z, seed=0, objective_bounds=(-1, 0), clock=SimClock(),
+                    constraints=[cost])
+    rng = np.random.default_rng(0)
+    for _ in range(30):
+        z = float(rng.choice([0.2, 0.8]))
+        s = opt.suggest(context={"z": z})
+        opt.tell(s.trial_id, g(s.config["x"], z), {"cost": s.config["x"]})
+    s = opt.suggest(context={"z": 0.8})          # best feasible for z = 0.8: x = 0.5
+    assert 0.35 < s.config["x"] <= 0.55
+
+
+def test_save_and_load_keep_the_contexts_and_the_next_suggestion(tmp_path):
+    opt = trained(n=25)
+    opt.save(tmp_path / "state.json")
+    again = Optimizer.load(tmp_path / "state.json", clock=opt.clock)
+    assert again.contexts.space.names == ["z"]
+    assert [tr.context for tr in again.trials] == [tr.context for tr in opt.trials]
+    assert opt.suggest(context={"z": 0.3}).config == again.suggest(context={"z": 0.3}).config
+
+
+def test_a_state_without_contexts_is_written_as_before():
+    opt = Optimizer(LINE, seed=0, clock=SimClock())
+    opt.suggest()
+    state = opt.state_dict()
+    assert "context_space" not in state and "context" not in state["trials"][0]
+
+
+@pytest.mark.parametrize("make, words", [
+    (lambda: Optimizer(LINE, context_space=Z).suggest(), ["context_space", "suggest(context=", "z"]),
+    (lambda: Optimizer(LINE, context_space=Z).suggest(context={"z": 0.1, "n_rows": 3}),
+     ["unknown", "n_rows", "z"]),
+    (lambda: Optimizer(LINE, context_space=Z).suggest(context={}), ["missing", "z"]),
+    (lambda: Optimizer(LINE).suggest(context={"z": 0.1}), ["context_space"]),
+    (lambda: Optimizer(LINE, context_space={"x": Z["z"]}), ["context_space", "x", "name"]),
+    (lambda: Optimizer(LINE, context_space={"z": {"type": "float", "low": 1, "high": 0}}), ["z"]),
+    (lambda: Optimizer(LINE, context_space=Z, domain=np.array([[0.1], [0.2]])), ["domain"]),
+])
+def test_bad_contexts_say_what_is_wrong(make, words):
+    with pytest.raises((ValueError, SpaceError)) as err:
+        make()
+    assert all(w in str(err.value) for w in words), str(err.value)
+
+
+def test_the_product_kernel_of_two_se_kernels_is_the_se_kernel_on_the_joint_input():
+    """Krause & Ong's k_Z(z, z') k_Q(x, x'): with ARD SE kernels it is the joint SE kernel the
+    GP computes, so composing the context kernel needs no second kernel."""
+    rng = np.random.default_rng(0)
+    X, Zs = rng.random((5, 2)), rng.random((5, 3))
+    lx, lz = np.array([0.3, 0.7]), np.array([0.2, 0.5, 1.1])
+    se = SquaredExponential()
+    joint = se(np.hstack([X, Zs]), np.hstack([X, Zs]), 2.0, np.concatenate([lx, lz]))
+    assert np.allclose(joint, se(X, X, 2.0, lx) * se(Zs, Zs, 1.0, lz))
