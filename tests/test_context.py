@@ -109,6 +109,10 @@ def test_a_state_without_contexts_is_written_as_before():
      ["unknown", "n_rows", "z"]),
     (lambda: Optimizer(LINE, context_space=Z).suggest(context={}), ["missing", "z"]),
     (lambda: Optimizer(LINE).suggest(context={"z": 0.1}), ["context_space"]),
+    (lambda: Optimizer(LINE, context_space={"v": {"type": "categorical", "choices": ["a", "b"]}})
+     .suggest(context={"v": "c"}), ["context 'v'", "choices"]),
+    (lambda: Optimizer(LINE, context_space=Z).suggest(context={"z": 1.5}), ["context 'z'", "outside"]),
+    (lambda: Optimizer(LINE, context_space=Z).suggest(context={"z": "big"}), ["context 'z'"]),
     (lambda: Optimizer(LINE, context_space={"x": Z["z"]}), ["context_space", "x", "name"]),
     (lambda: Optimizer(LINE, context_space={"z": {"type": "float", "low": 1, "high": 0}}), ["z"]),
     (lambda: Optimizer(LINE, context_space=Z, domain=np.array([[0.1], [0.2]])), ["domain"]),

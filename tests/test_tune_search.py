@@ -107,6 +107,56 @@ def test_points_to_evaluate_come_first(ray_session, tmp_path):
     assert searcher.points_to_evaluate == []
 
 
+def test_evaluated_rewards_are_told_not_run(ray_session, tmp_path):
+    """points_to_evaluate with evaluated_rewards (Ray's searchers' convention): the points are
+    told to the optimizer as finished trials and the experiment runs only new ones."""
+    points = [{"x": 0.3, "y": -0.2}, {"x": -0.9, "y": 0.9}]
+    rewards = [0.25, 0.25 + 1.2 ** 2 + 1.1 ** 2]
+    searcher = TunerSearch(metric="loss", mode="min", points_to_evaluate=points,
+                           evaluated_rewards=rewards, **FAST)
+    results = run(tmp_path, quadratic, searcher, SPACE, num_samples=4)
+    assert results.num_errors == 0 and len(results) == 4
+    told = searcher.optimizer.trials[:2]
+    assert [tr.config for tr in told] == points and [tr.value for tr in told] == rewards
+    assert all(tr.status == COMPLETED for tr in searcher.optimizer.trials)
+    ran = [{"x": r.config["x"], "y": r.config["y"]} for r in results]
+    assert not any(p in ran for p in points)
+    assert sorted(searcher.trial_ids.values()) == [2, 3, 4, 5]
+
+
+def test_earlier_results_at_other_contexts_steer_the_search_to_this_one():
+    """add_evaluated_point(..., context=...) feeds results of earlier experiments with their
+    contexts; the searcher's own context then picks where the optimum moves (001 §5)."""
+    searcher = TunerSearch({"x": tune.uniform(0.0, 1.0)}, metric="loss", mode="min", seed=0,
+                           context_space={"n_rows": {"type": "float", "low": 0.0, "high": 1.0}},
+                           context={"n_rows": 0.5}, objective_bounds=(0.0, 1.0), **FAST)
+    rng = np.random.default_rng(0)
+    for _ in range(40):
+        z, x = float(rng.choice([0.2, 0.8])), float(rng.random())
+        searcher.add_evaluated_point({"x": x}, (x - z) ** 2, context={"n_rows": z})
+    searcher.add_evaluated_point({"x": 0.1}, 0.0, error=True)
+    searcher.add_evaluated_point({"x": 0.9}, 0.0, pruned=True)
+    opt = searcher.optimizer
+    assert opt.trials[-2].status == Status.FAILED and opt.trials[-1].status == Status.STOPPED
+    assert opt.trials[-1].context == {"n_rows": 0.5}          # the searcher's own by default
+    x = searcher.suggest("ray-1")["x"]
+    assert abs(x - 0.5) < 0.1, x
+    assert opt.trials[-1].context == {"n_rows": 0.5}
+    state = json.loads(json.dumps(searcher.get_state()))
+    again = TunerSearch(metric="loss", mode="min")
+    again.set_state(state)
+    assert again.optimizer.contexts.space.names == ["n_rows"]
+    assert again.suggest("ray-2") == searcher.suggest("ray-2")
+
+
+def test_points_added_before_the_space_is_known_wait_for_it():
+    searcher = TunerSearch(metric="loss", mode="min", **FAST)
+    searcher.add_evaluated_point({"y": 0.25}, 1.0)
+    assert searcher.optimizer is None
+    searcher.set_search_properties("loss", "min", {"y": tune.uniform(0, 1)})
+    assert [tr.value for tr in searcher.optimizer.trials] == [1.0]
+
+
 def flaky(config):
     if config["x"] > 0.5:
         raise RuntimeError("diverged")
@@ -253,6 +303,10 @@ def test_search_space_from_set_search_properties():
     (dict(space={"x": tune.uniform(0, 1)}, mode="min", points_to_evaluate=[{"y": 1}]), "lacks"),
     (dict(space={"x": tune.uniform(0, 1)}, mode="min", points_to_evaluate=[{"x": 2.0}]),
      "outside"),
+    (dict(points_to_evaluate=[{"x": 0.5}], evaluated_rewards=[1.0, 2.0]), "evaluated_rewards"),
+    (dict(context={"n": 1}), "context_space and context"),
+    (dict(space={"x": tune.uniform(0, 1)}, mode="min", context_space={"n": {"type": "int", "low": 1,
+     "high": 9}}, context={"rows": 3}), "rows"),
 ])
 def test_bad_arguments(kwargs, match):
     with pytest.raises(ValueError, match=match):

@@ -45,6 +45,14 @@ class Contexts:
         if unknown or missing:
             raise SpaceError(f"context: {'unknown' if unknown else 'missing'} key(s) "
                              f"{unknown or missing}; the context_space has {self.space.names}")
+        for name, p in self.space.params.items():
+            try:
+                p.encode(context[name])
+                if p.kind != "categorical" and not p.low <= float(context[name]) <= p.high:
+                    raise SpaceError(f"{context[name]!r} is outside [{p.low}, {p.high}]; widen "
+                                     "the context_space (a context is never clipped)")
+            except (SpaceError, TypeError, ValueError) as exc:
+                raise SpaceError(f"context '{name}': {exc}") from None
         return self.space.snap(self.space.encode(context))[0]
 
     def join(self, U: np.ndarray, z: np.ndarray) -> np.ndarray:

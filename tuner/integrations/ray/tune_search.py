@@ -149,14 +149,13 @@ def _native(value: Any) -> Any:
     return value.item() if isinstance(value, np.generic) else value
 
 
-def _check_point(space: SearchSpace, point: Any, index: int) -> dict[str, Any]:
+def _check_point(space: SearchSpace, point: Any, where: str) -> dict[str, Any]:
+    """``point`` (named ``where`` in errors) checked against the space."""
     if not isinstance(point, Mapping):
-        raise ValueError(f"points_to_evaluate[{index}] must be a dict of parameter values, "
-                         f"got {point!r}")
+        raise ValueError(f"{where} must be a dict of parameter values, got {point!r}")
     missing = [name for name in space.names if name not in point]
     if missing:
-        raise ValueError(f"points_to_evaluate[{index}] lacks parameter(s) {missing} "
-                         f"(the search space has {space.names})")
+        raise ValueError(f"{where} lacks parameter(s) {missing} (the search space has {space.names})")
     for name, p in space.params.items():
         v = point[name]
         try:
@@ -166,7 +165,7 @@ def _check_point(space: SearchSpace, point: Any, index: int) -> dict[str, Any]:
                 if not p.low <= float(v) <= p.high:
                     raise SpaceError(f"value {v!r} is outside [{p.low}, {p.high}]")
         except (SpaceError, TypeError, ValueError) as exc:
-            raise ValueError(f"points_to_evaluate[{index}], parameter '{name}': {exc}") from exc
+            raise ValueError(f"{where}, parameter '{name}': {exc}") from exc
     return {k: _native(v) for k, v in point.items()}
 
 
@@ -210,6 +209,12 @@ class TunerSearch(Searcher):
         mode: ``"min"`` or ``"max"`` (or from ``tune.TuneConfig(mode=...)``).
         points_to_evaluate: configurations to run first, in order (each must give a value to
             every searched parameter; extra keys are passed through to the trial).
+        evaluated_rewards: the metric's values of ``points_to_evaluate``, evaluated before:
+            they are told to the optimizer instead of run (as Ray's own searchers do).
+        context_space, context: a context (paper 001 §5): ``context_space`` declares it like
+            the space (the tuner's mapping format), ``context`` is this experiment's value of
+            it; earlier results, with the contexts they ran at, come in through
+            ``add_evaluated_point(..., context=...)``.
         algorithm: ``gp-ucb-sdf`` (default), ``gp-ts-sdf``, ``randgp-ucb``, ``gp-ucb``,
             ``gp-bucb``, ``gp-bts``, ``asy-ts``, ``random``.
         objective_bounds: known ``(min, max)`` of the metric, if any.
@@ -238,7 +243,9 @@ class TunerSearch(Searcher):
                  algorithm: str = "gp-ucb-sdf", objective_bounds=None, seed: int = 0,
                  budget: float | None = None, budget_metric: str = "time_total_s",
                  time_attr: str = "training_iteration", max_t: float | None = None,
-                 **optimizer_settings: Any):
+                 evaluated_rewards: list | None = None,
+                 context_space: Mapping[str, Any] | None = None,
+                 context: Mapping[str, Any] | None = None, **optimizer_settings: Any):
         if metric is not None and not isinstance(metric, str):
             raise ValueError(f"metric must be a single result key (got {metric!r}); TunerSearch "
                              "optimizes a single metric")
@@ -274,6 +281,19 @@ class TunerSearch(Searcher):
         if points_to_evaluate is not None and not isinstance(points_to_evaluate, (list, tuple)):
             raise ValueError("points_to_evaluate must be a list of dicts")
         self._points: list[dict[str, Any]] = [copy.deepcopy(p) for p in points_to_evaluate or []]
+        if (context_space is None) != (context is None):
+            raise ValueError("context_space and context go together: pass both or neither")
+        self._context_space = None if context_space is None else dict(context_space)
+        self._context = None if context is None else dict(context)
+        # earlier results told once the optimizer exists: [parameters, value, error, pruned, context]
+        self._evaluated: list[list[Any]] = []
+        if evaluated_rewards is not None:
+            if len(evaluated_rewards) != len(self._points):
+                raise ValueError(f"evaluated_rewards must give one value per point of "
+                                 f"points_to_evaluate ({len(self._points)}); got {len(evaluated_rewards)}")
+            self._evaluated = [[p, float(v), False, False, None]
+                               for p, v in zip(self._points, evaluated_rewards)]
+            self._points = []
         self.optimizer: Optimizer | None = None
         self._trial_ids: dict[str, int] = {}
         self._time_attr, self._max_t = time_attr, None if max_t is None else float(max_t)
@@ -290,9 +310,15 @@ class TunerSearch(Searcher):
             return
         if self._metric is None:
             self._metric = DEFAULT_METRIC   # as Ray's searchers do when only a mode is given
-        self._points = [_check_point(self._space, p, i) for i, p in enumerate(self._points)]
+        self._points = [_check_point(self._space, p, f"points_to_evaluate[{i}]")
+                        for i, p in enumerate(self._points)]
         self.optimizer = Optimizer(self._space, clock=self._clock, mode=self._mode,
-                                   **self._settings)
+                                   context_space=self._context_space, **self._settings)
+        if self._context is not None:
+            self.optimizer.contexts.encode(self._context)     # a bad context fails here, not later
+        evaluated, self._evaluated = self._evaluated, []
+        for point in evaluated:
+            self.add_evaluated_point(*point[:4], context=point[4])
 
     def set_search_properties(self, metric: str | None, mode: str | None, config: dict,
                               **spec: Any) -> bool:
@@ -329,11 +355,12 @@ class TunerSearch(Searcher):
             return {**copy.deepcopy(self._constants), **copy.deepcopy(config)}
         if self._points:
             point = self._points[0]
-            s = self.optimizer.suggest(config={k: point[k] for k in self._space.names})
+            s = self.optimizer.suggest(config={k: point[k] for k in self._space.names},
+                                       context=self._context)
             self._points.pop(0)
             config = {**point, **s.config}   # extra keys of the point are passed through
         else:
-            s = self.optimizer.suggest()
+            s = self.optimizer.suggest(context=self._context)
             config = s.config
         self._trial_ids[trial_id] = s.trial_id
         return {**copy.deepcopy(self._constants), **config}
@@ -411,6 +438,29 @@ class TunerSearch(Searcher):
         except ValueError as exc:   # already told (e.g. a trial resumed after a restore)
             logger.warning("TunerSearch: ignoring another completion of trial %s: %s", trial_id, exc)
 
+    def add_evaluated_point(self, parameters: dict, value: float, error: bool = False,
+                            pruned: bool = False, intermediate_values: list[float] | None = None,
+                            context: Mapping[str, Any] | None = None) -> None:
+        """An evaluation made elsewhere (an earlier experiment, a colleague's run): told to the
+        optimizer as a finished trial (``error``: failed; ``pruned``: stopped early, censored),
+        at ``context`` (default: this experiment's).  Before the space is known it waits."""
+        context = self._context if context is None else dict(context)
+        if self.optimizer is None:
+            self._evaluated.append([copy.deepcopy(parameters), float(value), bool(error),
+                                    bool(pruned), context])
+            return
+        point = _check_point(self._space, parameters, "add_evaluated_point(parameters)")
+        s = self.optimizer.suggest(config={k: point[k] for k in self._space.names}, context=context)
+        if error:
+            self.optimizer.fail(s.trial_id, "an earlier evaluation that failed (add_evaluated_point)")
+        elif pruned:
+            self.optimizer.fail(s.trial_id, "an earlier evaluation stopped early (add_evaluated_point)",
+                                status=Status.STOPPED)
+        elif not math.isfinite(float(value)):
+            self.optimizer.fail(s.trial_id, f"an earlier evaluation with a non-finite value ({value})")
+        else:
+            self.optimizer.tell(s.trial_id, float(value))
+
     # --- persistence ------------------------------------------------------------------------------
 
     @property
@@ -433,6 +483,8 @@ class TunerSearch(Searcher):
             "metric": self._metric, "mode": self._mode, "settings": self._settings,
             "space": None if self._space is None else self._space.to_dict(),
             "constants": constants, "points_to_evaluate": self._points,
+            "context_space": self._context_space, "context": self._context,
+            "evaluated": self._evaluated,
             "trial_ids": self._trial_ids, "seen": self._seen,
             "furthest": None if math.isinf(self._furthest) else self._furthest,
             "optimizer": None if self.optimizer is None else self.optimizer.state_dict(),
@@ -447,6 +499,8 @@ class TunerSearch(Searcher):
         # Constants that could not be stored keep the values this instance already has.
         self._constants = {**self._constants, **state["constants"]}
         self._points = [dict(p) for p in state["points_to_evaluate"]]
+        self._context_space, self._context = state.get("context_space"), state.get("context")
+        self._evaluated = [list(e) for e in state.get("evaluated", [])]
         self._trial_ids = {str(k): int(v) for k, v in state["trial_ids"].items()}
         self._seen = {str(k): float(v) for k, v in state.get("seen", {}).items()}
         furthest = state.get("furthest")
