@@ -42,26 +42,30 @@ def timed(fn):
 
 
 def time_ours(n: int, d: int, reps: int, seed: int, settings: Settings | None = None,
-              pending: int = 0) -> list[tuple[float, float]]:
-    """Suggestion times after n results, with ``pending`` trials left running throughout."""
+              pending: int = 0, context: bool = False) -> list[tuple[float, float]]:
+    """Suggestion times after n results, with ``pending`` trials left running throughout;
+    with ``context``, each trial at a random value of one float context (paper 001 §5)."""
     rng = np.random.default_rng(seed)
     space = {f"x{i}": {"type": "float", "low": 0.0, "high": 1.0} for i in range(d)}
     opt = Optimizer(space, settings, algorithm="gp-ucb-sdf", objective_bounds=(0.0, 1.0),
-                    window=float("inf"), seed=seed)
+                    window=float("inf"), seed=seed,
+                    context_space={"c": {"type": "float", "low": 0.0, "high": 1.0}} if context else None)
     X = rng.random((n + pending, d))
     y = objective(X)
+    z = (lambda: {"c": float(rng.random())}) if context else (lambda: None)
     for x, v in zip(X[:n], y[:n]):
-        s = opt.suggest(config={f"x{i}": float(x[i]) for i in range(d)})
+        s = opt.suggest(config={f"x{i}": float(x[i]) for i in range(d)}, context=z())
         opt.tell(s.trial_id, float(v))
     for x in X[n:]:
-        opt.suggest(config={f"x{i}": float(x[i]) for i in range(d)})
-    step(opt, d)     # untimed: factorizes the n told points and fits; refits then fall every 10
-    return [step(opt, d) for _ in range(reps)]
+        opt.suggest(config={f"x{i}": float(x[i]) for i in range(d)}, context=z())
+    step(opt, d, z)  # untimed: factorizes the n told points and fits; refits then fall every 10
+    return [step(opt, d, z) for _ in range(reps)]
 
 
-def step(opt: Optimizer, d: int) -> tuple[float, float]:
-    """One timed suggest, then tell its value."""
-    s, wall, cpu = timed(opt.suggest)
+def step(opt: Optimizer, d: int, z=lambda: None) -> tuple[float, float]:
+    """One timed suggest (at the context ``z()`` gives, if any), then tell its value."""
+    context = z()
+    s, wall, cpu = timed(lambda: opt.suggest(context=context))
     opt.tell(s.trial_id, float(objective(np.array([[s.config[f"x{i}"] for i in range(d)]]))[0]))
     return wall, cpu
 
@@ -117,6 +121,24 @@ def against_paper(args: argparse.Namespace) -> None:
     (out / "against_paper.md").write_text("\n".join(lines) + "\n")
 
 
+def against_context(args: argparse.Namespace) -> None:
+    """Median suggestion time with one context dimension / without, same n and d, same run."""
+    time_ours(20, 2, 1, args.seed)
+    lines = [f"Command: `python scripts/bench/bench_latency.py {' '.join(sys.argv[1:])}`", "",
+             "| d | n | pending | no context median ms | with a context median ms | ratio |",
+             "|---|---|---|---|---|---|"]
+    for d in args.dims:
+        for n in args.n:
+            a = summary(time_ours(n, d, args.reps, args.seed, None, args.pending), "a")
+            b = summary(time_ours(n, d, args.reps, args.seed, None, args.pending, context=True), "b")
+            lines.append(f"| {d} | {n} | {args.pending} | {a['a_median_ms']:.1f} | "
+                         f"{b['b_median_ms']:.1f} | {b['b_median_ms'] / a['a_median_ms']:.2f} |")
+            print(lines[-1], flush=True)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "against_context.md").write_text("\n".join(lines) + "\n")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, nargs="+", default=[100, 400, 1000, 2000, 5000])
@@ -130,11 +152,15 @@ def main() -> None:
     ap.add_argument("--against-paper", action="store_true",
                     help="time the default Settings and Settings(**PAPER_EXACT) in the same run "
                          "instead of Optuna")
+    ap.add_argument("--against-context", action="store_true",
+                    help="time suggestions with one context dimension and without, same run")
     ap.add_argument("--out", default="bench_results/latency", help="directory for latency.csv/.md")
     args = ap.parse_args()
 
     if args.against_paper:
         return against_paper(args)
+    if args.against_context:
+        return against_context(args)
     import optuna
     time_ours(20, 2, 1, args.seed)          # warm-up: lazy imports (torch for GPSampler), caches
     time_optuna(20, 2, 1, args.seed)
