@@ -102,41 +102,24 @@ def summary(times: list[tuple[float, float]], prefix: str) -> dict[str, float]:
             f"{prefix}_cpu_median_ms": statistics.median(cpu) if cpu else nan}
 
 
-def against_paper(args: argparse.Namespace) -> None:
-    """Median suggestion time of the default settings / the paper-exact ones, same run."""
-    paper = Settings(**PAPER_EXACT)
+def side_by_side(args: argparse.Namespace, name: str, labels: tuple[str, str],
+                 kw_a: dict, kw_b: dict) -> None:
+    """Median suggestion time of two variants of ``time_ours`` (keywords ``kw_a``, ``kw_b``)
+    at each (d, n), in the same run, and their ratio b / a: ``{out}/{name}.md``."""
     time_ours(20, 2, 1, args.seed)
     lines = [f"Command: `python scripts/bench/bench_latency.py {' '.join(sys.argv[1:])}`", "",
-             f"| d | n | pending | paper-exact median ms | default median ms | ratio | default mean ms |",
-             "|---|---|---|---|---|---|---|"]
+             f"| d | n | pending | {labels[0]} median ms | {labels[1]} median ms | ratio | "
+             f"{labels[1]} mean ms |", "|---|---|---|---|---|---|---|"]
     for d in args.dims:
         for n in args.n:
-            a = summary(time_ours(n, d, args.reps, args.seed, paper, args.pending), "p")
-            b = summary(time_ours(n, d, args.reps, args.seed, None, args.pending), "d")
-            lines.append(f"| {d} | {n} | {args.pending} | {a['p_median_ms']:.1f} | {b['d_median_ms']:.1f} | "
-                         f"{b['d_median_ms'] / a['p_median_ms']:.2f} | {b['d_mean_ms']:.1f} |")
+            a = summary(time_ours(n, d, args.reps, args.seed, pending=args.pending, **kw_a), "a")
+            b = summary(time_ours(n, d, args.reps, args.seed, pending=args.pending, **kw_b), "b")
+            lines.append(f"| {d} | {n} | {args.pending} | {a['a_median_ms']:.1f} | {b['b_median_ms']:.1f} | "
+                         f"{b['b_median_ms'] / a['a_median_ms']:.2f} | {b['b_mean_ms']:.1f} |")
             print(lines[-1], flush=True)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "against_paper.md").write_text("\n".join(lines) + "\n")
-
-
-def against_context(args: argparse.Namespace) -> None:
-    """Median suggestion time with one context dimension / without, same n and d, same run."""
-    time_ours(20, 2, 1, args.seed)
-    lines = [f"Command: `python scripts/bench/bench_latency.py {' '.join(sys.argv[1:])}`", "",
-             "| d | n | pending | no context median ms | with a context median ms | ratio |",
-             "|---|---|---|---|---|---|"]
-    for d in args.dims:
-        for n in args.n:
-            a = summary(time_ours(n, d, args.reps, args.seed, None, args.pending), "a")
-            b = summary(time_ours(n, d, args.reps, args.seed, None, args.pending, context=True), "b")
-            lines.append(f"| {d} | {n} | {args.pending} | {a['a_median_ms']:.1f} | "
-                         f"{b['b_median_ms']:.1f} | {b['b_median_ms'] / a['a_median_ms']:.2f} |")
-            print(lines[-1], flush=True)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "against_context.md").write_text("\n".join(lines) + "\n")
+    (out / f"{name}.md").write_text("\n".join(lines) + "\n")
 
 
 def main() -> None:
@@ -157,10 +140,12 @@ def main() -> None:
     ap.add_argument("--out", default="bench_results/latency", help="directory for latency.csv/.md")
     args = ap.parse_args()
 
-    if args.against_paper:
-        return against_paper(args)
-    if args.against_context:
-        return against_context(args)
+    if args.against_paper:     # the default settings against the paper-exact ones
+        return side_by_side(args, "against_paper", ("paper-exact", "default"),
+                            {"settings": Settings(**PAPER_EXACT)}, {})
+    if args.against_context:   # one context dimension against none (paper 001 §5)
+        return side_by_side(args, "against_context", ("no context", "with a context"),
+                            {}, {"context": True})
     import optuna
     time_ours(20, 2, 1, args.seed)          # warm-up: lazy imports (torch for GPSampler), caches
     time_optuna(20, 2, 1, args.seed)
