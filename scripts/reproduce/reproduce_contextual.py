@@ -262,7 +262,8 @@ def write_results(out: Path, curves: dict[str, list[np.ndarray]], runs: int, med
                 ax.fill_between(x, mu - se, mu + se, alpha=0.2)
         ax.set_xlabel("iteration t")
         ax.set_title(f"{family.upper()}-based")
-        ax.legend()
+        if ax.lines:
+            ax.legend()
     axes[0].set_ylabel("cumulative regret")
     fig.tight_layout()
     fig.savefig(out / "cumulative_regret.png", dpi=120)
