@@ -54,7 +54,11 @@ def table_path(dataset: str) -> Path:
 N_SUBSETS, PER_TASK, DELAY_MEAN, WINDOW = 20, 30, 3.0, 6
 METHODS = {"cgp-ucb-sdf": ("gp-ucb-sdf", "context"), "gp-ucb-sdf": ("gp-ucb-sdf", "ignore"),
            "restart-ucb": ("gp-ucb-sdf", "restart"), "cgp-ts-sdf": ("gp-ts-sdf", "context"),
-           "gp-ts-sdf": ("gp-ts-sdf", "ignore"), "restart-ts": ("gp-ts-sdf", "restart")}
+           "gp-ts-sdf": ("gp-ts-sdf", "ignore"), "restart-ts": ("gp-ts-sdf", "restart"),
+           # peers: a new Optuna study per task, warm-started with add_trials of every result of
+           # the earlier tasks (what Optuna's users do); not in the default --methods
+           "optuna-tpe-warm": ("tpe", "optuna"), "optuna-gp-warm": ("gp", "optuna")}
+PAPER_METHODS = [m for m in METHODS if not m.startswith("optuna")]
 SETTINGS = {**PAPER_EXACT, "window": float(WINDOW), "nu_terms": "window", "beta": 1.0,
             "objective_bounds": (0.0, 1.0), "n_candidates": 256, "n_local": 32}
 # --defaults: the product's default settings instead (soft censoring, the lengthscale prior...)
@@ -171,22 +175,63 @@ def one_run(job: tuple[str, int, bool, str]) -> tuple[str, int, np.ndarray, floa
     T = len(tasks.contexts) * PER_TASK
     delays = np.maximum(rng.poisson(DELAY_MEAN, T), 1)   # query s's result is known at s + d
     regret = np.zeros(T)
-    pending: list[tuple[int, int, float, int]] = []       # (arrival query, trial id, value, epoch)
+    pending: list[tuple[int, int, float, int, dict]] = []   # (arrival, trial id, value, epoch, config)
+    history: list[tuple[dict, float]] = []                  # every result delivered so far
     opt, epoch = None, -1
     t0 = time.perf_counter()
     for t in range(T):
         k = t // PER_TASK
-        if opt is None or (kind == "restart" and t % PER_TASK == 0):
-            opt, epoch = _make(tasks, algorithm, kind, run + 1000 * k, product), epoch + 1
+        if opt is None or (kind in ("restart", "optuna") and t % PER_TASK == 0):
+            epoch += 1
+            opt = (OptunaWarm(tasks.space, algorithm, run + 1000 * k, history) if kind == "optuna"
+                   else _make(tasks, algorithm, kind, run + 1000 * k, product))
         for item in [p for p in pending if p[0] <= t]:
             pending.remove(item)
+            history.append((item[4], item[2]))
             if item[3] == epoch:                         # a restarted GP never sees the old ones
                 opt.tell(item[1], item[2])
         s = opt.suggest(context=tasks.contexts[k]) if kind == "context" else opt.suggest()
         observed, true = tasks.value(k, s.config, rng)
         regret[t] = tasks.best[k] - true
-        pending.append((t + int(delays[t]), s.trial_id, observed, epoch))
+        pending.append((t + int(delays[t]), s.trial_id, observed, epoch, dict(s.config)))
     return method, run, regret, time.perf_counter() - t0
+
+
+class OptunaWarm:
+    """An Optuna study (TPE with the constant liar, or GPSampler) warm-started with
+    ``add_trials`` of earlier results; ask/tell like the Optimizer."""
+
+    def __init__(self, space: Mapping[str, Any], sampler: str, seed: int,
+                 earlier: list[tuple[dict, float]]):
+        import warnings
+
+        import optuna
+
+        from benchmarks.peers import optuna_distributions
+
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        warnings.simplefilter("ignore")          # Optuna's experimental-feature warnings
+        self.dists = optuna_distributions(space)
+        s = (optuna.samplers.TPESampler(constant_liar=True, seed=seed) if sampler == "tpe"
+             else optuna.samplers.GPSampler(seed=seed))
+        self.study = optuna.create_study(direction="maximize", sampler=s)
+        self.study.add_trials([optuna.trial.create_trial(params=c, distributions=self.dists, value=v)
+                               for c, v in earlier])
+        self.live: dict[int, Any] = {}
+
+    def suggest(self) -> Any:
+        trial = self.study.ask(self.dists)
+        self.live[trial.number] = trial
+        return _Asked(trial.number, dict(trial.params))
+
+    def tell(self, trial_id: int, value: float) -> None:
+        self.study.tell(self.live.pop(trial_id), value)
+
+
+@dataclass(frozen=True)
+class _Asked:
+    trial_id: int
+    config: dict
 
 
 def _make(tasks: Tasks, algorithm: str, kind: str, seed: int, product: bool) -> Optimizer:
@@ -198,7 +243,7 @@ def _make(tasks: Tasks, algorithm: str, kind: str, seed: int, product: bool) -> 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=10)
-    ap.add_argument("--methods", nargs="*", default=list(METHODS))
+    ap.add_argument("--methods", nargs="*", default=PAPER_METHODS, choices=list(METHODS))
     ap.add_argument("--workers", type=int, default=2, help="processes")
     ap.add_argument("--dataset", choices=[*DATASETS, "multitask"], default="breast_cancer",
                     help="growing subsets of a data set (non-stationary), or multitask")
