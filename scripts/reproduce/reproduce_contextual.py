@@ -40,6 +40,7 @@ import numpy as np  # noqa: E402
 from benchmarks.build_tables import grid_configs  # noqa: E402
 from benchmarks.metrics import mean_se  # noqa: E402
 from tuner import PAPER_EXACT, Optimizer  # noqa: E402
+from tuner.core.optimizer import Suggestion  # noqa: E402
 from tuner.core.space import SearchSpace  # noqa: E402
 from tuner.loop.simulator import SimClock  # noqa: E402
 
@@ -222,16 +223,10 @@ class OptunaWarm:
     def suggest(self) -> Any:
         trial = self.study.ask(self.dists)
         self.live[trial.number] = trial
-        return _Asked(trial.number, dict(trial.params))
+        return Suggestion(trial.number, dict(trial.params))
 
     def tell(self, trial_id: int, value: float) -> None:
         self.study.tell(self.live.pop(trial_id), value)
-
-
-@dataclass(frozen=True)
-class _Asked:
-    trial_id: int
-    config: dict
 
 
 def _make(tasks: Tasks, algorithm: str, kind: str, seed: int, product: bool) -> Optimizer:

@@ -19,7 +19,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from .space import SearchSpace, SpaceError
+from .space import SearchSpace, SpaceError, check_value
 
 
 class Contexts:
@@ -33,7 +33,6 @@ class Contexts:
             raise SpaceError(f"context_space: {clash} also name search-space parameters; "
                              "a context needs a name of its own")
         self.joint = SearchSpace({**space.params, **self.space.params})
-        self.columns = slice(space.dim, self.joint.dim)   # the context's columns of a joint input
 
     def encode(self, context: Mapping[str, Any] | None) -> np.ndarray:
         """z's encoding, snapped to a valid context; errors name the missing or unknown keys."""
@@ -47,12 +46,10 @@ class Contexts:
                              f"{unknown or missing}; the context_space has {self.space.names}")
         for name, p in self.space.params.items():
             try:
-                p.encode(context[name])
-                if p.kind != "categorical" and not p.low <= float(context[name]) <= p.high:
-                    raise SpaceError(f"{context[name]!r} is outside [{p.low}, {p.high}]; widen "
-                                     "the context_space (a context is never clipped)")
+                check_value(p, context[name])
             except (SpaceError, TypeError, ValueError) as exc:
-                raise SpaceError(f"context '{name}': {exc}") from None
+                raise SpaceError(f"context '{name}': {exc}; widen the context_space (a context "
+                                 "is never clipped)") from None
         return self.space.snap(self.space.encode(context))[0]
 
     def join(self, U: np.ndarray, z: np.ndarray) -> np.ndarray:

@@ -25,7 +25,7 @@ import numpy as np
 from .censoring import Trial
 from .gp import (GaussianProcess, HyperBounds, Hyperparameters, Posterior, SoftCensoredPosterior,
                  fit_and_score)
-from .kernels import Kernel, make_kernel
+from .kernels import Kernel
 
 
 class CensoredModel:
@@ -119,9 +119,9 @@ class CensoredModel:
         appended row per input, so the factor (and the next suggestion) is bit-identical."""
         hyper = Hyperparameters.from_dict(state["hyper"])
         self.gp_all.hyper = self.gp_done.hyper = hyper
-        if "kernel" in state:     # the kernel chosen at the last fit
-            chosen = next((k for k in self.kernels if k.name == state["kernel"]), None)
-            self.gp_all.kernel = self.gp_done.kernel = chosen or make_kernel(state["kernel"])
+        if "kernel" in state:     # the kernel chosen at the last fit (one of the settings')
+            chosen = next(k for k in self.kernels if k.name == state["kernel"])
+            self.gp_all.kernel = self.gp_done.kernel = chosen
         self.fit_n, self.all_base = state["fit_n"], state["all_base"]
         self.done_ids, self.done_base = list(state["done_ids"]), state["done_base"]
         dim = self.gp_all.dim

@@ -139,7 +139,7 @@ class Optimizer:
             x = self.design.point(t, self.rng, extend=True)   # a GP with no result: keep to Sobol
         else:
             x = self._choose(now, t, z)
-        x = self.space.snap(x[: self.space.dim])[0]
+        x = self.space.snap(x)[0]
         trial = Trial(trial_id=t, config=self.space.decode(x) if config is None else dict(config),
                       x=x if z is None else np.concatenate([x, z]), start_time=now, start_index=t,
                       pending_at_suggest=len(self._live),
@@ -305,11 +305,11 @@ class Optimizer:
                           incumbents=self._incumbents(done), n_local=s.n_local, domain=self.domain)
         joint = C if z is None else self.contexts.join(C, z)
 
-        def lift(U: np.ndarray) -> np.ndarray:     # configurations -> the GP's inputs
-            return joint if U is C else U if z is None else self.contexts.join(U, z)
+        def on_configs(h: Callable[[np.ndarray], np.ndarray]) -> Callable[[np.ndarray], np.ndarray]:
+            """An estimate on the GP's inputs as one on configurations (at z_t, if a context)."""
+            return h if z is None else _on(h, lambda U: joint if U is C else self.contexts.join(U, z))
 
-        f_joint = acq.estimate(algo.estimate, post, nu, joint, +1.0, self.rng)
-        f_est = f_joint if z is None else _on(f_joint, lift)
+        f_est = on_configs(acq.estimate(algo.estimate, post, nu, joint, +1.0, self.rng))
         smooth = algo.smooth and self.domain is None
         discrete = s.discrete_search == "local"
         if not self.constraints:
@@ -317,7 +317,7 @@ class Optimizer:
                             discrete=discrete)
         lo, hi = self._reward_range()
         f_bound = self._f_bound()
-        g_ests = [_on(self._constraint_estimate(j, m, now, t, joint), lift)
+        g_ests = [on_configs(self._constraint_estimate(j, m, now, t, joint))
                   for j in range(len(self.constraints))]
         smooth = smooth and self.handler.g_estimate != "sample"
 

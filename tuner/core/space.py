@@ -185,6 +185,15 @@ _SCHEMAS = {     # what each key of a parameter may be (tuner.core.fields)
 }
 
 
+def check_value(p: Param, value: Any) -> None:
+    """Raise if ``value`` is not one of ``p``'s values: a choice of a categorical, a number in
+    [low, high] (``encode`` would clip it)."""
+    if p.kind == "categorical":
+        p.encode(value)
+    elif not p.low <= float(value) <= p.high:
+        raise SpaceError(f"value {value!r} is outside [{p.low}, {p.high}]")
+
+
 def param_from_dict(name: str, spec: Mapping[str, Any]) -> Param:
     """Build one parameter from ``{"type": "float"|"int"|"categorical", ...}``.
 

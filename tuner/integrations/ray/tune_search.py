@@ -88,7 +88,7 @@ from ray.util.debug import log_once
 from tuner.core.optimizer import Optimizer
 from tuner.core.settings import Settings
 from tuner.core.persist import envelope, opened, write_atomic
-from tuner.core.space import Categorical, Float, Int, SearchSpace, SpaceError
+from tuner.core.space import SearchSpace, SpaceError, check_value
 from tuner.core.trial import Status
 from .tune_space import from_tune
 
@@ -157,13 +157,8 @@ def _check_point(space: SearchSpace, point: Any, where: str) -> dict[str, Any]:
     if missing:
         raise ValueError(f"{where} lacks parameter(s) {missing} (the search space has {space.names})")
     for name, p in space.params.items():
-        v = point[name]
         try:
-            if isinstance(p, Categorical):
-                p.encode(v)
-            elif isinstance(p, (Float, Int)):
-                if not p.low <= float(v) <= p.high:
-                    raise SpaceError(f"value {v!r} is outside [{p.low}, {p.high}]")
+            check_value(p, point[name])
         except (SpaceError, TypeError, ValueError) as exc:
             raise ValueError(f"{where}, parameter '{name}': {exc}") from exc
     return {k: _native(v) for k, v in point.items()}
@@ -443,7 +438,8 @@ class TunerSearch(Searcher):
                             context: Mapping[str, Any] | None = None) -> None:
         """An evaluation made elsewhere (an earlier experiment, a colleague's run): told to the
         optimizer as a finished trial (``error``: failed; ``pruned``: stopped early, censored),
-        at ``context`` (default: this experiment's).  Before the space is known it waits."""
+        at ``context`` (default: this experiment's).  Before the space is known it waits.
+        ``intermediate_values`` (Ray's signature) are not used."""
         context = self._context if context is None else dict(context)
         if self.optimizer is None:
             self._evaluated.append([copy.deepcopy(parameters), float(value), bool(error),
