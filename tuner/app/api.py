@@ -28,7 +28,8 @@ def study_mapping(trainable: Callable[[dict], Mapping[str, Any]] | str, *,
                   max_concurrent: int = 2, study: str | None = None,
                   optimizer: Mapping[str, Any] | None = None, run: Mapping[str, Any] | None = None,
                   ray: Mapping[str, Any] | None = None, mlflow: Mapping[str, Any] | None = None,
-                  output: str = "tuner_runs") -> dict[str, Any]:
+                  output: str = "tuner_runs", context: Mapping[str, Any] | None = None,
+                  warm_start: str | list[str] | None = None) -> dict[str, Any]:
     """The study as the mapping a YAML file would give (see ``run``)."""
     name = study or getattr(trainable, "__name__", None) or str(trainable).rpartition(":")[2]
     return {
@@ -39,6 +40,8 @@ def study_mapping(trainable: Callable[[dict], Mapping[str, Any]] | str, *,
         "run": {"trials": trials, "max_concurrent": max_concurrent, **dict(run or {})},
         "optimizer": dict(optimizer or {}), "ray": dict(ray or {}), "mlflow": dict(mlflow or {}),
         "output": output,
+        **({"context": dict(context)} if context is not None else {}),
+        **({"warm_start": warm_start} if warm_start else {}),
     }
 
 
@@ -47,7 +50,8 @@ def run(trainable: Callable[[dict], Mapping[str, Any]] | str, *, space: Mapping[
         trials: int = 30, max_concurrent: int = 2, study: str | None = None,
         optimizer: Mapping[str, Any] | None = None, run: Mapping[str, Any] | None = None,
         ray: Mapping[str, Any] | None = None, mlflow: Mapping[str, Any] | None = None,
-        output: str = "tuner_runs", resume: bool = False, fresh: bool = False):
+        output: str = "tuner_runs", context: Mapping[str, Any] | None = None,
+        warm_start: str | list[str] | None = None, resume: bool = False, fresh: bool = False):
     """Tune ``trainable`` (a function ``config -> {metric: value}``, or ``"module:function"``)
     on Ray, every trial in MLflow; returns the ``StudyResult`` (``.best``: the best trial
     within the budget).
@@ -55,11 +59,14 @@ def run(trainable: Callable[[dict], Mapping[str, Any]] | str, *, space: Mapping[
     ``objective``: the metric to maximize, or ``{metric, mode, bounds}``. ``budget``: seconds
     per trial, a multiple of a reference run (``"1.5x"``), or ``{limit, reference, metric,
     stop_margin}``. ``run``, ``optimizer``, ``ray``, ``mlflow``: the YAML sections.
+    ``context``: what this study's data is (``{"n_rows": 120000}``); ``warm_start``: earlier
+    studies of the same function and space to learn from (README "Re-tune when the data
+    changes").
     """
     from tuner.app.wiring import study_runner
 
     cfg = load_study(study_mapping(trainable, space=space, objective=objective, budget=budget,
                                    trials=trials, max_concurrent=max_concurrent, study=study,
                                    optimizer=optimizer, run=run, ray=ray, mlflow=mlflow,
-                                   output=output))
+                                   output=output, context=context, warm_start=warm_start))
     return study_runner(cfg, resume=resume, fresh=fresh).run()

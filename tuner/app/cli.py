@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Sequence
+from typing import Any, Sequence
 
 from tuner.study.config import DEFAULT_STUDY, ConfigError, load_study
 
@@ -22,7 +22,9 @@ def _run(args: argparse.Namespace) -> int:
 
     overrides = {k: getattr(args, k) for k in ("trials", "max_concurrent", "wall_clock_limit",
                                                "trial_timeout", "seed", "budget", "address",
-                                               "tracking_uri", "algorithm", "output", "trainable")}
+                                               "tracking_uri", "algorithm", "output", "trainable",
+                                               "warm_start")}
+    overrides["context"] = context_pairs(args.context)
     cfg = load_study(args.config or DEFAULT_STUDY, overrides)
     result = study_runner(cfg, resume=args.resume, fresh=args.fresh).run()
     if result.status == "FAILED":
@@ -35,6 +37,27 @@ def _run(args: argparse.Namespace) -> int:
         print(f"tuner: no trial finished: {result.diagnosis}", file=sys.stderr)
         return 1
     return 0
+
+
+def context_pairs(pairs: Sequence[str] | None) -> dict[str, Any] | None:
+    """``--context n_rows=120000 --context version=2026-11`` as a mapping (numbers where they
+    read as numbers); None without any."""
+    if not pairs:
+        return None
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, text = pair.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--context: expected KEY=VALUE, got {pair!r}")
+        value: Any = text.strip()
+        for kind in (int, float):
+            try:
+                value = kind(value)
+                break
+            except ValueError:
+                continue
+        out[key.strip()] = value
+    return out
 
 
 def _studies(args: argparse.Namespace) -> int:
@@ -73,6 +96,12 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--algorithm", help="override optimizer.algorithm")
     r.add_argument("--seed", type=int, help="override run.seed")
     r.add_argument("--output", help="folder for study states and tables (default tuner_runs)")
+    r.add_argument("--context", action="append", metavar="KEY=VALUE",
+                   help="this study's context, e.g. --context n_rows=120000 (repeat for more keys; "
+                   "added to the config's context)")
+    r.add_argument("--from", dest="warm_start", action="append", metavar="STUDY",
+                   help="learn from an earlier study of the same trainable and space: its name "
+                   "(folder under --output, or its MLflow experiment) or folder; repeat for more")
     g = r.add_mutually_exclusive_group()
     g.add_argument("--resume", action="store_true", help="continue the study from its saved state")
     g.add_argument("--fresh", action="store_true",

@@ -1,5 +1,6 @@
 """``tuner run``'s study as the faces build it: the study runner (``tuner.study``) on the Ray
-executor, every trial recorded by the MLflow tracker in a writer process of its own."""
+executor, every trial recorded by the MLflow tracker in a writer process of its own; an earlier
+study whose folder is gone is read back from MLflow (``warm_start``)."""
 
 from __future__ import annotations
 
@@ -26,5 +27,7 @@ def study_runner(cfg: StudyConfig, *, resume: bool = False, fresh: bool = False,
     """A runner for ``cfg`` on Ray (local, or the cluster at ``ray.address``), logged to MLflow."""
     from tuner.integrations.ray.executor import RayExecutor
 
+    from tuner.integrations.mlflow.history import read_study
+
     return StudyRunner(cfg, RayExecutor(cfg), mlflow_tracker, resume=resume, fresh=fresh,
-                       progress=progress, grace=grace, clock=clock)
+                       progress=progress, grace=grace, clock=clock, read_tracker=read_study)

@@ -21,7 +21,7 @@ import math
 import os
 import time
 from dataclasses import asdict, dataclass, replace
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 import numpy as np
 
@@ -177,6 +177,22 @@ class Optimizer:
         trial.value = value
         trial.status = Status.FINISHED
 
+    def add_earlier(self, config: Mapping[str, Any], value: float | None = None, *,
+                    metrics: Mapping[str, float] | None = None,
+                    status: Status | str = Status.FINISHED, reason: str | None = None,
+                    context: Mapping[str, Any] | None = None, origin: str | None = None) -> int:
+        """A trial run elsewhere (an earlier study, a colleague's run) told with its outcome:
+        ``value`` if FINISHED, else censored as ``fail`` would (``status``, ``reason``), at its
+        ``context``; ``origin`` marks where it came from (``Trial.origin``).  Returns its id."""
+        s = self.suggest(config=config, context=context)
+        self.trials[s.trial_id].origin = origin
+        if Status(status) == Status.FINISHED:
+            self.tell(s.trial_id, float(value), metrics)   # type: ignore[arg-type]
+        else:
+            self.fail(s.trial_id, reason or f"{status} in {origin or 'an earlier run'}", metrics,
+                      status=status)
+        return s.trial_id
+
     def report(self, trial_id: int, value: float, progress: float,
                metrics: Mapping[str, float] | None = None, elapsed: float | None = None) -> None:
         """A running trial's objective ``value`` at ``progress`` (e.g. epochs done, growing): it is
@@ -253,9 +269,10 @@ class Optimizer:
         times = [w for w in (self.stop_time(tr.trial_id) for tr in self.running) if w is not None]
         return min(times) if times else None
 
-    def best(self, feasible: bool = False) -> Trial | None:
-        """The completed trial with the best objective (per ``mode``), optionally feasible only."""
-        done = [tr for tr in self.trials if tr.status == Status.FINISHED
+    def best(self, feasible: bool = False, trials: Iterable[Trial] | None = None) -> Trial | None:
+        """The completed trial with the best objective (per ``mode``), optionally feasible only,
+        among ``trials`` (default: all)."""
+        done = [tr for tr in (self.trials if trials is None else trials) if tr.status == Status.FINISHED
                 and (not feasible or _feasible(tr, self.constraints))]
         if not done:
             return None

@@ -65,6 +65,7 @@ class Trial:
     partial: float | None = None    # its objective at that point
     pace: list[float] | None = None  # [fraction, elapsed s] at its first and last report
     context: dict[str, Any] | None = None   # z_t it was chosen for (paper 001 §5), if any
+    origin: str | None = None      # the earlier study it was carried over from (None: run here)
 
     @property
     def projected_runtime(self) -> float | None:
@@ -91,7 +92,8 @@ class Trial:
                 "finish_index": self.finish_index, "reason": self.reason,
                 **({"progress": self.progress, "partial": self.partial, "pace": self.pace}
                    if self.progress is not None else {}),
-                **({"context": self.context} if self.context is not None else {})}
+                **({"context": self.context} if self.context is not None else {}),
+                **({"origin": self.origin} if self.origin is not None else {})}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Trial":

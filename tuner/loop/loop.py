@@ -41,7 +41,7 @@ class AskTell(Protocol):
     """What the loop drives: ``Optimizer`` or any adapter with the same ask/tell methods
     (``benchmarks.peers`` wraps Optuna and Syne Tune this way)."""
 
-    def suggest(self) -> Any: ...      # an object with .trial_id and .config
+    def suggest(self) -> Any: ...      # an object with .trial_id and .config (also with context=)
     def tell(self, trial_id: int, value: float, metrics: Mapping[str, float] | None = None,
              finish_time: float | None = None) -> None: ...
     def fail(self, trial_id: int, reason: str = "failed", metrics: Mapping[str, float] | None = None,
@@ -205,7 +205,8 @@ class StudyLoop:
     def __init__(self, optimizer: AskTell, backend: Backend, limits: Limits,
                  metric: str = "objective", callbacks: Sequence[LoopCallback] = (),
                  should_stop: Callable[[], bool] = lambda: False,
-                 fidelity: Fidelity | None = None, stopping: Sequence[StoppingRule] = ()):
+                 fidelity: Fidelity | None = None, stopping: Sequence[StoppingRule] = (),
+                 context: Mapping[str, Any] | None = None):
         self.optimizer = optimizer
         self.backend = backend
         self.limits = limits
@@ -218,6 +219,7 @@ class StudyLoop:
         self._next_start = 0.0                  # slots=None: when the next trial starts
         self.fidelity, self.stopping = fidelity, list(stopping)
         self.latest: dict[int, dict[str, float]] = {}   # running trial -> its last reported metrics
+        self.context = context      # z_t of every suggestion (paper 001 §5), if the study has one
 
     def run(self, restart: Iterable[tuple[int, Mapping[str, Any]]] = ()) -> bool:
         """Run to the end; False if a stop was requested (the running trials are abandoned,
@@ -250,7 +252,8 @@ class StudyLoop:
         while self._may_start(now) and (len(self.running) < lim.slots if lim.slots is not None
                                         else now >= self._next_start):
             t0 = time.perf_counter()
-            s = self.optimizer.suggest()
+            s = (self.optimizer.suggest() if self.context is None
+                 else self.optimizer.suggest(context=self.context))
             self.suggest_seconds.append(time.perf_counter() - t0)
             self._next_start += lim.interval
             self._start(s.trial_id, s.config, now)

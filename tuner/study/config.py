@@ -11,6 +11,9 @@ A study file has these sections (``configs/`` spells them out; README "Study con
     budget: {limit, reference, metric, stop_margin, pace_margin}
     fidelity: {metric, max}          # the runs report progress (e.g. epoch of 80)
     early_stopping: {rule, grace, eta, kappa}   # none, asha or curve (needs fidelity)
+    context: {n_rows: 120000, data_version: "2026-11"}  # what this study's data is (paper 001 §5)
+    context_space: {n_rows: {type: int, ...}}   # optional: else inferred from the contexts seen
+    warm_start: [study-a, study-b]   # earlier studies of the same trainable and space to learn from
     optimizer: {...}                 # tuner.core.settings.Settings fields
     run: {trials, max_concurrent, cpus_per_trial, trial_timeout, wall_clock_limit, seed, ...}
     ray: {address}
@@ -164,6 +167,9 @@ STUDY_SCHEMA = {
     "output": Field((str,), "tuner_runs"),
     "fidelity": Field((dict, None), None),
     "early_stopping": Field((dict, None), None),
+    "context": Field((dict, None), None),
+    "context_space": Field((dict, None), None),
+    "warm_start": Field((list, str, None), None),
 }
 
 # command-line flag -> (section, key)
@@ -173,7 +179,7 @@ RUN_OVERRIDES = {
     "seed": ("run", "seed"), "budget": ("budget", "limit"), "address": ("ray", "address"),
     "trainable": (None, "trainable"),
     "tracking_uri": ("mlflow", "tracking_uri"), "algorithm": ("optimizer", "algorithm"),
-    "output": (None, "output"),
+    "output": (None, "output"), "context": (None, "context"), "warm_start": (None, "warm_start"),
 }
 
 
@@ -262,6 +268,9 @@ class StudyConfig:
     trainable_fn: Callable[..., Any] | None = field(default=None, repr=False)  # a user's function
     fidelity: Fidelity | None = None           # the runs report progress along it
     early_stopping: EarlyStopping = field(default_factory=EarlyStopping)
+    context: dict[str, Any] | None = None       # z of every suggestion (``tuner.study.warm``)
+    context_space: dict[str, Any] | None = None  # as declared (None: inferred at the start)
+    warm_start: tuple[str, ...] = ()            # earlier studies to learn from
 
     @property
     def experiment(self) -> str:
@@ -293,7 +302,9 @@ class StudyConfig:
                 "ray": asdict(self.ray), "mlflow": asdict(self.mlflow), "output": self.output,
                 "fidelity": None if self.fidelity is None else asdict(self.fidelity),
                 "early_stopping": (None if self.early_stopping.rule == "none"
-                                   else asdict(self.early_stopping))}
+                                   else asdict(self.early_stopping)),
+                "context": self.context, "context_space": self.context_space,
+                "warm_start": list(self.warm_start) or None}
 
 
 def load_study(source: str | Path | Mapping[str, Any],
@@ -315,6 +326,8 @@ def load_study(source: str | Path | Mapping[str, Any],
             raise ConfigError(f"unknown override {flag!r}; allowed: {sorted(RUN_OVERRIDES)}")
         section, key = RUN_OVERRIDES[flag]
         if section is None:
+            if isinstance(value, Mapping) and isinstance(data.get(key), Mapping):
+                value = {**data[key], **value}      # --context adds to the config's context
             data[key] = value
             continue
         if not isinstance(data.get(section) or {}, Mapping):
@@ -360,7 +373,8 @@ def load_study(source: str | Path | Mapping[str, Any],
     cfg = StudyConfig(study, trainable.name, options, dict(space_spec), objective, budget,
                       optimizer_settings(opt), run, RaySection(**check_section("ray", top["ray"], RAY_SCHEMA)),
                       _mlflow_section(top["mlflow"]), top["output"], fn,
-                      *_progress_sections(top, trainable, options))
+                      *_progress_sections(top, trainable, options),
+                      *_context_sections(top, space_spec))
     if budget is None:
         return cfg
     if budget.relative:
@@ -395,6 +409,49 @@ def _progress_sections(top: Mapping[str, Any], trainable: Any, options: Mapping[
         raise ConfigError(f"fidelity.max is required with your own trainable {trainable.name}: "
                           f"the value of {fid['metric']} at the end of a full run")
     return Fidelity(fid["metric"], float(full)), stopping
+
+
+def _context_sections(top: Mapping[str, Any], space: Mapping[str, Any]
+                      ) -> tuple[dict[str, Any] | None, dict[str, Any] | None, tuple[str, ...]]:
+    """``context`` (a mapping of names to numbers or strings), ``context_space`` (parameters
+    as in ``space``, one per context key) and ``warm_start`` (study names or folders)."""
+    context, declared, warm = top["context"], top["context_space"], top["warm_start"]
+    if context is not None:
+        clash = sorted(set(context) & set(space))
+        if clash:
+            raise ConfigError(f"context: {clash} also name parameters of the space; give the "
+                              "context its own names")
+        for key, value in context.items():
+            if isinstance(value, bool) or not isinstance(value, (int, float, str)) or (
+                    isinstance(value, float) and not math.isfinite(value)):
+                raise ConfigError(f"context.{key}: expected a finite number or a string, "
+                                  f"got {value!r}")
+    if declared is not None:
+        if context is None:
+            raise ConfigError("context_space: declared without a context; add context: {name: "
+                              "value, ...} with the value of each key for this study")
+        if set(declared) != set(context):
+            raise ConfigError(f"context_space: its keys {sorted(declared)} must be the context's "
+                              f"{sorted(context)}")
+        from tuner.core.space import SearchSpace, SpaceError, check_value
+
+        try:
+            cs = SearchSpace.from_dict(declared)
+            for key, p in cs.params.items():
+                try:
+                    check_value(p, context[key])
+                except (SpaceError, TypeError, ValueError) as exc:
+                    raise SpaceError(f"context.{key}: {exc}") from None
+        except (SpaceError, TypeError, ValueError) as exc:
+            raise ConfigError(f"context_space: {exc}") from None
+    if isinstance(warm, str):
+        warm = [warm]
+    for k, name in enumerate(warm or []):
+        if not isinstance(name, str) or not name:
+            raise ConfigError(f"warm_start[{k}]: expected a study name or a study folder, "
+                              f"got {name!r}")
+    return (None if context is None else dict(context),
+            None if declared is None else dict(declared), tuple(warm or ()))
 
 
 def _budget_section(data: Any) -> Budget:

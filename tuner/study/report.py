@@ -18,8 +18,9 @@ from .budget import budget_text, format_config
 from .callbacks import CURVES_CSV, TrialTable, read_curves
 from .config import StudyConfig
 from .progress import Progress, not_finished, rank_finished, summary_table
-from .study import Study
+from .study import Study, own_trials
 from .tracking import Tracker
+from .warm import carried_counts
 
 
 @dataclass
@@ -37,20 +38,20 @@ class StudyResult:
     diagnosis: str | None = None      # why no trial finished, in one line (None: some did)
 
     def count(self, status: str) -> int:
-        return sum(tr.status == status for tr in self.optimizer.trials)
+        return sum(tr.status == status for tr in own_trials(self.optimizer))
 
     @property
     def outcomes(self) -> dict[int, dict[str, Any]]:
         """Every trial that ended: its status, reason and where it ran."""
         return {tr.trial_id: {"status": str(tr.status), "reason": tr.reason,
                               **self.where.get(tr.trial_id, {})}
-                for tr in self.optimizer.trials if tr.status != Status.RUNNING}
+                for tr in own_trials(self.optimizer) if tr.status != Status.RUNNING}
 
     @property
     def best(self) -> dict[str, Any] | None:
         """The best finished trial within every constraint (the budget): its id, config,
         objective value and metrics; None when no trial is."""
-        tr = self.optimizer.best(feasible=True)
+        tr = self.optimizer.best(feasible=True, trials=own_trials(self.optimizer))
         if tr is None:
             return None
         return {"trial_id": tr.trial_id, "config": dict(tr.config), "value": tr.value,
@@ -65,9 +66,10 @@ def banner(cfg: StudyConfig, where: str, restart: list[int]) -> str:
         budget = (f", budget {b.metric} <= {b.multiple:g} x a reference run measured "
                   "at start-up" if cfg.budget_pending else f", budget {b.metric} <= {b.seconds:.3g} s")
     again = f", {len(restart)} interrupted trial(s) start again" if restart else ""
+    context = "" if cfg.context is None else f", context {format_config(cfg.context)}"
     return (f"study {cfg.study}: {cfg.trainable}, {cfg.settings.algorithm}, "
             f"{cfg.run.trials} trials, {cfg.run.max_concurrent} at once on {where}{budget}"
-            f"{again}; MLflow {cfg.mlflow.tracking_uri} experiment '{cfg.experiment}'")
+            f"{context}{again}; MLflow {cfg.mlflow.tracking_uri} experiment '{cfg.experiment}'")
 
 
 def finish(study: Study, table: TrialTable, tracker: Tracker, progress: Progress,
@@ -110,6 +112,11 @@ def finish(study: Study, table: TrialTable, tracker: Tracker, progress: Progress
     others = not_finished(rows, limit=10)
     if others and finished:
         progress.message("\n" + others)
+    carried = carried_counts(study.optimizer)
+    if carried:
+        progress.message("\nlearned from earlier studies (not in this table): " + ", ".join(
+            f"{n} trials of {name}" for name, n in carried.items())
+            + ("" if cfg.context is None else f"; this study's context: {format_config(cfg.context)}"))
     progress.message("\n" + (best_line(study, top[0]) if finished else
                              f"no trial finished: {diagnosis(study)}" + best_partial_line(study)))
     uri, run_id = cfg.mlflow.tracking_uri, study.session.run_id
@@ -137,6 +144,11 @@ def _write_best(study: Study, row: Mapping[str, Any], tracker: Tracker) -> list[
             "config": dict(tr.config), "metrics": dict(tr.metrics)}
     if cfg.budget:
         best["budget_seconds"] = cfg.budget.seconds
+    if cfg.context is not None:
+        best["context"] = dict(cfg.context)
+    carried = carried_counts(study.optimizer)
+    if carried:
+        best["warm_start"] = carried    # trials carried over, by earlier study
     paths = [cfg.directory / "best.json", cfg.directory / "best.yaml"]
     write_json(paths[0], best, indent=1)
     write_atomic(paths[1], yaml.safe_dump(best, sort_keys=False))
@@ -163,7 +175,7 @@ def best_partial_line(study: Study) -> str:
     """With no finished trial: the best value a run reached before it was stopped early, on a
     line of its own ('' if no run reported progress)."""
     fid, sign = study.cfg.fidelity, 1.0 if study.cfg.objective.mode == "max" else -1.0
-    partial = [tr for tr in study.optimizer.trials if tr.partial is not None]
+    partial = [tr for tr in study.trials if tr.partial is not None]
     if fid is None or not partial:
         return ""
     tr = max(partial, key=lambda tr: sign * tr.partial)

@@ -48,11 +48,12 @@ from .report import StudyResult, banner, finish
 from .state import STATE_VERSION, StudyStateFile
 from .study import Session, Study
 from .tracking import LogToTracker, Tracker, log_budget, study_params
+from .warm import Carried, Earlier, ReadTracker, carry, context_space, earlier_studies, study_context
 
 # Parts of the resolved config that define the study; the rest (limits, addresses) may change
 # between sessions of one study.
 IDENTITY = ("trainable", "trainable_options", "space", "objective", "budget", "optimizer",
-            "fidelity", "early_stopping")
+            "fidelity", "early_stopping", "context", "context_space", "warm_start")
 
 
 class StudyRunner:
@@ -62,8 +63,11 @@ class StudyRunner:
     def __init__(self, cfg: StudyConfig, executor: Executor,
                  make_tracker: Callable[[StudyConfig], Tracker], *, resume: bool = False,
                  fresh: bool = False, progress: Progress | None = None, grace: float = 5.0,
-                 clock: Callable[[], float] = time.time):
+                 clock: Callable[[], float] = time.time, read_tracker: ReadTracker | None = None):
         self.cfg, self.executor, self.make_tracker = cfg, executor, make_tracker
+        self.read_tracker = read_tracker   # an earlier study whose folder is gone (warm_start)
+        self.earlier: list[Earlier] = []
+        self.carried: list[Carried] = []
         self.state_file = StudyStateFile(cfg.directory / "state.json")
         self.progress = progress or Progress()
         self.clock, self.grace = clock, grace
@@ -92,14 +96,16 @@ class StudyRunner:
         if optimizer is not None:
             self._open(optimizer).write()     # a resumed study: the table as the state has it
         self.progress.message(banner(self.cfg, self.executor.where, restart))
+        self._say_carried()
         tracking = _InThread(self._start_tracking)   # the tracker starts while the executor does
         try:
             self.executor.start(self.progress)
             self.executor.warm_up(self.progress, reference_config(self.cfg))
             if self.cfg.budget_pending:
                 self.cfg = measure_budget(self.cfg, self.executor, self.progress)
-                self._open(Optimizer(self.cfg.space, self.cfg.settings, clock=self.clock))
                 self.progress.message(f"budget: {budget_text(self.cfg.budget)}")
+                self._open(self._new_optimizer())
+                self._say_carried()
             elif self.cfg.budget and self.cfg.budget.relative:
                 self.progress.message(f"budget: {budget_text(self.cfg.budget)} (measured when the "
                                       "study started; kept on --resume)")
@@ -149,9 +155,10 @@ class StudyRunner:
         if not exists:
             if self.resume:
                 self.progress.message(f"--resume: no state at {path}; starting a new study")
+            self.earlier = earlier_studies(cfg, self.read_tracker)
             if cfg.budget_pending:   # created once the reference run has been measured
                 return None, []
-            return Optimizer(cfg.space, cfg.settings, clock=self.clock), []
+            return self._new_optimizer(), []
         try:
             version, state = self.state_file.read()
         except StateError as exc:
@@ -175,6 +182,18 @@ class StudyRunner:
                                {int(k): v for k, v in where.items()}, s["run_id"])
         self.saved_curves = {int(k): v for k, v in (s.get("curves") or {}).items()}
         return optimizer, [tr.trial_id for tr in optimizer.running]
+
+    def _new_optimizer(self) -> Optimizer:
+        """A new study's optimizer, at its context, told the earlier studies' trials (``warm``)."""
+        cfg = self.cfg
+        opt = Optimizer(cfg.space, cfg.settings, clock=self.clock,
+                        context_space=context_space(cfg, self.earlier))
+        self.carried = carry(opt, self.earlier)
+        return opt
+
+    def _say_carried(self) -> None:
+        for got in self.carried:
+            self.progress.message(f"warm start: {got.text()}")
 
     def _start_tracking(self) -> float:
         """Start the tracker and its parent run; returns the seconds it took.  Runs in a thread
@@ -203,7 +222,8 @@ class StudyRunner:
                              callbacks=[Curves(study, self.cfg.directory / CURVES_CSV), self.saver, self.table, self.logger, fail_fast,
                                         NothingFitsWarning(study, progress),
                                         ShowProgress(study, progress)],
-                             should_stop=stop, fidelity=self.cfg.fidelity, stopping=rules)
+                             should_stop=stop, fidelity=self.cfg.fidelity, stopping=rules,
+                             context=study_context(self.cfg, opt))
             study.running = loop.running
             failure = None
             try:

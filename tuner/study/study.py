@@ -9,12 +9,17 @@ from typing import Any, Callable, Mapping
 
 from tuner.core.constraints import violated
 from tuner.core.optimizer import Optimizer
-from tuner.core.trial import Status
+from tuner.core.trial import Status, Trial
 from tuner.loop.loop import Outcome
 
 from .config import StudyConfig
 from .progress import Snapshot
 from .record import TrialRecord
+
+
+def own_trials(optimizer: Optimizer) -> list[Trial]:
+    """The trials a study ran itself: all but those carried over (``Trial.origin``)."""
+    return [tr for tr in optimizer.trials if tr.origin is None]
 
 
 @dataclass
@@ -49,6 +54,11 @@ class Study:
     def metric(self) -> str:
         return self.cfg.objective.metric
 
+    @property
+    def trials(self) -> list[Trial]:
+        """This study's own trials (not those carried over from earlier studies, ``warm``)."""
+        return own_trials(self.optimizer)
+
     def elapsed(self) -> float:
         """Seconds this study has run, over all its sessions."""
         return self.session.elapsed_before + self.clock() - self.t0
@@ -60,11 +70,11 @@ class Study:
 
     def ended(self) -> list[int]:
         """Ids of the trials that have ended, in order."""
-        return [tr.trial_id for tr in self.optimizer.trials if tr.status != Status.RUNNING]
+        return [tr.trial_id for tr in self.trials if tr.status != Status.RUNNING]
 
     def n_ended(self) -> int:
         """How many trials have ended (without listing them)."""
-        return len(self.optimizer.trials) - len(self.optimizer.running)
+        return len(self.trials) - len(self.optimizer.running)
 
     def over_budget(self, trial_id: int) -> bool:
         return violated(self.optimizer.trials[trial_id], self.optimizer.constraints)
@@ -82,8 +92,9 @@ class Study:
         opt = self.optimizer
         ended = [opt.trials[tid] for tid in self.ended()]
         feasible = bool(opt.constraints)
-        best = opt.best(feasible=feasible)
-        over = opt.best() if best is None and feasible else None
+        own = self.trials
+        best = opt.best(feasible=feasible, trials=own)
+        over = opt.best(trials=own) if best is None and feasible else None
         now = self.clock()
         busy = self.session.busy_seconds + sum(now - start for start in self.running.values())
         slots = self.cfg.run.max_concurrent

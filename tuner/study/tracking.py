@@ -48,7 +48,9 @@ def study_params(cfg: StudyConfig) -> dict[str, Any]:
             "objective": cfg.objective.metric, "mode": cfg.objective.mode,
             "trials": cfg.run.trials, "max_concurrent": cfg.run.max_concurrent,
             "cpus_per_trial": cfg.run.cpus_per_trial, "seed": cfg.run.seed,
-            "space": json.dumps(cfg.space), "constraint_handler": cfg.settings.constraint_handler}
+            "space": json.dumps(cfg.space), "constraint_handler": cfg.settings.constraint_handler,
+            **({"context": json.dumps(cfg.context)} if cfg.context is not None else {}),
+            **({"warm_start": json.dumps(list(cfg.warm_start))} if cfg.warm_start else {})}
 
 
 def log_budget(tracker: Tracker, cfg: StudyConfig) -> None:

@@ -446,16 +446,19 @@ class TunerSearch(Searcher):
                                     bool(pruned), context])
             return
         point = _check_point(self._space, parameters, "add_evaluated_point(parameters)")
-        s = self.optimizer.suggest(config={k: point[k] for k in self._space.names}, context=context)
+        config = {k: point[k] for k in self._space.names}
+        origin = "add_evaluated_point"
         if error:
-            self.optimizer.fail(s.trial_id, "an earlier evaluation that failed (add_evaluated_point)")
+            self.optimizer.add_earlier(config, status=Status.FAILED, context=context, origin=origin,
+                                       reason="an earlier evaluation that failed (add_evaluated_point)")
         elif pruned:
-            self.optimizer.fail(s.trial_id, "an earlier evaluation stopped early (add_evaluated_point)",
-                                status=Status.STOPPED)
+            self.optimizer.add_earlier(config, status=Status.STOPPED, context=context, origin=origin,
+                                       reason="an earlier evaluation stopped early (add_evaluated_point)")
         elif not math.isfinite(float(value)):
-            self.optimizer.fail(s.trial_id, f"an earlier evaluation with a non-finite value ({value})")
+            self.optimizer.add_earlier(config, status=Status.FAILED, context=context, origin=origin,
+                                       reason=f"an earlier evaluation with a non-finite value ({value})")
         else:
-            self.optimizer.tell(s.trial_id, float(value))
+            self.optimizer.add_earlier(config, float(value), context=context, origin=origin)
 
     # --- persistence ------------------------------------------------------------------------------
 
