@@ -136,6 +136,10 @@ def test_a_study_learns_from_earlier_ones_in_folders_and_in_mlflow(ray_session, 
     saved = json.loads((b.directory / "best.json").read_text())
     assert saved["warm_start"] == {"small": 8} and saved["context"] == {"rows": 1000}
     assert len((b.directory / "trials.csv").read_text().splitlines()) == 1 + 4
+    capsys.readouterr()
+    assert cli_main(["list", "--output", out]) == 0
+    listed = {line.split()[0]: line.split() for line in capsys.readouterr().out.splitlines()[2:]}
+    assert listed["large"][2:4] == ["4", "4"] and listed["small"][2:4] == ["8", "8"]
     client = MlflowClient(uri)
     runs = client.search_runs([client.get_experiment_by_name("large").experiment_id])
     parent = next(r for r in runs if "mlflow.parentRunId" not in r.data.tags)

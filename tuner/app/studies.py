@@ -70,11 +70,12 @@ class Folder:
 
 
 def _ended_statuses(state: dict[str, Any]) -> list[str]:
-    """Statuses of the ended trials: in the optimizer's trials (a version-1 study state kept
-    them in its session outcomes)."""
+    """Statuses of the study's own ended trials: in the optimizer's trials, but those carried
+    over from earlier studies (a version-1 study state kept them in its session outcomes)."""
     if state["version"] == 1:
         return [o["status"] for o in state["session"]["outcomes"].values()]
-    return [t["status"] for t in state["optimizer"]["trials"] if t["status"] != "RUNNING"]
+    return [t["status"] for t in state["optimizer"]["trials"]
+            if t["status"] != "RUNNING" and t.get("origin") is None]   # not the carried ones
 
 
 def _number(v: str) -> Any:
