@@ -88,12 +88,19 @@ def test_tuner_run_from_python_tunes_a_function_within_its_budget(ray_session, t
     assert saved == yaml.safe_load((result.directory / "best.yaml").read_text())
     assert saved["trial"] == best["trial_id"] and saved["config"] == best["config"]
     assert saved["within_budget"] is True and saved["score"] == best["value"]
+    name = f"{__name__.rpartition('.')[2]}.fit"          # the default: module and function
+    assert result.directory.name == name
     client = MlflowClient(uri)
-    exp = client.get_experiment_by_name("fit")
+    exp = client.get_experiment_by_name(name)
     runs = client.search_runs([exp.experiment_id], max_results=100)
     children = [r for r in runs if "mlflow.parentRunId" in r.data.tags]
     assert len(children) == 10 and all(r.data.tags["over_budget"] == "0" for r in children)
     parent = next(r for r in runs if "mlflow.parentRunId" not in r.data.tags)
+    # the parent run: a name of its own (study + start time), the best trial's tag and values
+    assert parent.info.run_name.startswith(f"{name} 20")
+    assert parent.data.tags["best_trial"] == str(best["trial_id"])
+    assert parent.data.tags["best.depth"] == str(best["config"]["depth"])
+    assert parent.data.metrics["best.score"] == pytest.approx(best["value"])
     local = client.download_artifacts(parent.info.run_id, "best.json", str(tmp_path))
     assert json.loads(Path(local).read_text()) == saved
     # tuner list / show / best read the study folder alone
@@ -101,12 +108,21 @@ def test_tuner_run_from_python_tunes_a_function_within_its_budget(ray_session, t
     capsys.readouterr()
     assert cli_main(["list", "--output", out]) == 0
     listed = capsys.readouterr().out.splitlines()
-    assert listed[2].split()[:4] == ["fit", f"{__name__}:fit", "10", "10"]
-    assert cli_main(["best", "fit", "--output", out, "--json"]) == 0
+    assert listed[2].split()[:4] == [name, f"{__name__}:fit", "10", "10"]
+    assert cli_main(["best", name, "--output", out, "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == saved
-    assert cli_main(["show", "fit", "--output", out]) == 0
+    assert cli_main(["show", name, "--output", out]) == 0
     shown = capsys.readouterr().out
     assert "best_trial" not in shown and f"trial: {saved['trial']}" in shown
+    assert cli_main(["show", name, "--output", out, "--csv"]) == 0
+    table = capsys.readouterr().out.splitlines()
+    assert table[0].startswith("trial,status,score") and len(table) == 11
+    assert cli_main(["show", name, "--output", out, "--all"]) == 0
+    assert len([ln for ln in capsys.readouterr().out.splitlines() if " FINISHED " in ln]) == 10
+    # the same name again: the error names the Python arguments too
+    with pytest.raises(ConfigError, match=r"resume=True.*fresh=True"):
+        tuner.run(fit, space=SPACE, objective="score", trials=1, mlflow={"tracking_uri": uri},
+                  output=out)
     assert cli_main(["best", "nope", "--output", out]) == 2
 
 
@@ -161,3 +177,49 @@ def test_a_mistake_that_fails_every_trial_stops_the_study_with_its_cause(tmp_pat
         [MlflowClient(config["mlflow"]["tracking_uri"]).get_experiment_by_name("broken").experiment_id])
     parent = next(r for r in runs if "mlflow.parentRunId" not in r.data.tags)
     assert parent.info.status == "FAILED"
+    # nothing finished: `tuner best` says so and exits 1, so a script does not go on
+    p = subprocess.run([sys.executable, "-m", "tuner.app.cli", "best", "broken"], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 1 and "no trial finished" in p.stdout
+    # a reader that closes the pipe early (`tuner show broken | head -0`): a quiet end
+    reader = subprocess.Popen([sys.executable, "-m", "tuner.app.cli", "show", "broken"], cwd=tmp_path,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    reader.stdout.close()
+    assert reader.wait(timeout=60) == 0
+    assert reader.stderr.read() == b""
+
+
+REFERENCE_MODULE = '''
+import math
+
+
+def typo(config):
+    lr = config["lrr"]                       # line 6: the space says "x"
+    return {"score": lr}
+
+
+def nan(config):
+    return {"score": math.nan}
+'''
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("function, words", [
+    ("typo", ["raised in the study's first run", "KeyError: 'lrr'", "ref.py:6 in typo",
+              'lr = config["lrr"]', "Fix the function"]),
+    ("nan", ["returned score = nan in the study's first run", "a study needs a finite score"]),
+])
+def test_a_function_that_fails_its_reference_run_is_reported_as_the_function_failing(
+        tmp_path, function, words):
+    (tmp_path / "ref.py").write_text(textwrap.dedent(REFERENCE_MODULE))
+    config = {"study": "ref", "trainable": f"ref:{function}", "space": SPACE,
+              "objective": {"metric": "score"}, "budget": {"limit": "1.5x"},
+              "run": {"trials": 4, "max_concurrent": 1},
+              "mlflow": {"tracking_uri": f"sqlite:///{tmp_path}/mlflow.db"}}
+    (tmp_path / "study.yaml").write_text(yaml.safe_dump(config))
+    p = subprocess.run([sys.executable, "-m", "tuner.app.cli", "run", "study.yaml"], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 2, p.stdout[-2000:] + p.stderr[-2000:]
+    last = p.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"tuner: your trainable ref:{function} ") and all(w in last for w in words), last
+    assert "budget.limit in seconds" not in last and "configuration error" not in last

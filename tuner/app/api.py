@@ -10,6 +10,7 @@
                                    "depth": {"type": "int", "low": 2, "high": 8}},
                        objective="accuracy", budget="1.5x", trials=40, max_concurrent=4)
     result.best        # {"trial_id", "config", "value", "metrics"}: the best trial within the budget
+    # the study is named after the function (``mytrain.fit``): pass study="..." to name it
 
 Every argument is the YAML section of the same name (``configs/``, README "Study
 configuration"), validated the same way, with errors that name the field.
@@ -17,9 +18,23 @@ configuration"), validated the same way, with errors that name the field.
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from tuner.study.config import load_study
+
+
+def default_name(trainable: Callable[..., Any] | str) -> str:
+    """A study's default name: its function's module and name (``mytrain.fit``; a script run
+    as ``__main__`` by the script's file name), so that two projects' ``fit`` differ."""
+    module, _, fn = (trainable.rpartition(":") if isinstance(trainable, str) else
+                     (getattr(trainable, "__module__", "") or "",
+                      "", getattr(trainable, "__qualname__", "study")))
+    if module == "__main__":
+        module = Path(sys.argv[0]).stem if sys.argv and sys.argv[0] not in ("", "-c") else ""
+    module = module.rpartition(".")[2]
+    return f"{module}.{fn}".replace("<", "").replace(">", "").strip(".") or "study"
 
 
 def study_mapping(trainable: Callable[[dict], Mapping[str, Any]] | str, *,
@@ -31,7 +46,7 @@ def study_mapping(trainable: Callable[[dict], Mapping[str, Any]] | str, *,
                   output: str = "tuner_runs", context: Mapping[str, Any] | None = None,
                   warm_start: str | list[str] | None = None) -> dict[str, Any]:
     """The study as the mapping a YAML file would give (see ``run``)."""
-    name = study or getattr(trainable, "__name__", None) or str(trainable).rpartition(":")[2]
+    name = study or default_name(trainable)
     return {
         "study": name, "trainable": trainable, "space": dict(space),
         "objective": {"metric": objective} if isinstance(objective, str) else dict(objective),

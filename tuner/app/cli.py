@@ -5,10 +5,12 @@ side-by-side benchmark, ``benchmarks.compare``)."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Any, Sequence
 
 from tuner.study.config import DEFAULT_STUDY, ConfigError, load_study
+from tuner.study.executor import TrainableFailed
 
 
 def _simulate(args: argparse.Namespace) -> int:
@@ -67,9 +69,13 @@ def _studies(args: argparse.Namespace) -> int:
         if args.command == "list":
             print(studies.list_text(args.output))
         elif args.command == "show":
-            print(studies.show_text(args.output, args.study))
+            print(studies.csv_text(args.output, args.study) if args.csv else
+                  studies.show_text(args.output, args.study, None if args.all else 10))
         else:
+            folder = studies.find(args.output, args.study)
             print(studies.best_text(args.output, args.study, args.json))
+            if folder.best() is None:
+                return 1                       # nothing to use: scripts must not go on
     except studies.StudyNotFound as exc:
         print(f"tuner: {exc}", file=sys.stderr)
         return 2
@@ -122,7 +128,11 @@ def build_parser() -> argparse.ArgumentParser:
         if name != "list":
             c.add_argument("study", help="the study's name (its folder under --output)")
         if name == "best":
-            c.add_argument("--json", action="store_true", help="print JSON instead of YAML")
+            c.add_argument("--json", action="store_true", help="print JSON instead of YAML "
+                           "(exit code 1 when no trial finished)")
+        if name == "show":
+            c.add_argument("--all", action="store_true", help="every finished trial, not the top 10")
+            c.add_argument("--csv", action="store_true", help="every trial as CSV (trials.csv)")
         c.add_argument("--output", default="tuner_runs", help="output folder (default: tuner_runs)")
         c.set_defaults(func=_studies)
     # listed for --help; main() hands everything after "bench" to benchmarks.compare
@@ -147,8 +157,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
+    except BrokenPipeError:      # `tuner show STUDY | head`: the reader has what it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())   # no error at exit
+        return 0
     except ConfigError as exc:
         print(f"tuner: configuration error: {exc}", file=sys.stderr)
+        return 2
+    except TrainableFailed as exc:
+        print(f"tuner: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("tuner: interrupted", file=sys.stderr)

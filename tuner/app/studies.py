@@ -113,19 +113,26 @@ def list_text(output: str | Path) -> str:
                                 "best_trial"])
 
 
-def show_text(output: str | Path, name: str, top: int = 10) -> str:
+def show_text(output: str | Path, name: str, top: int | None = 10) -> str:
     f = find(output, name)
     o = f.overview()
     lines = [f"study {o['study']}: {o['trainable']}, {o['finished']} of {o['trials']} trials "
              f"finished ({f.path}/)"]
     if f.rows:
         cols = ["trial", "status", f.metric, "runtime", "over_budget", *f.config["space"]]
-        lines += ["", summary_table(f.ranked()[:top], cols)]
+        lines += ["", summary_table(f.ranked()[:top], cols)]   # top None: all
         others = not_finished(f.rows)
         if others:
             lines += ["", others]
     lines += ["", _best_text(f)]
     return "\n".join(lines)
+
+
+def csv_text(output: str | Path, name: str) -> str:
+    """Every trial of the study as CSV: its ``trials.csv`` (a header alone before any ended)."""
+    f = find(output, name)
+    path = f.path / "trials.csv"
+    return path.read_text().rstrip("\n") if path.exists() else ""
 
 
 def best_text(output: str | Path, name: str, as_json: bool = False) -> str:

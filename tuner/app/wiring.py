@@ -18,7 +18,9 @@ def mlflow_tracker(cfg: StudyConfig) -> Tracker:
     logging call stay out of this process); its spool lives in the study folder."""
     from tuner.integrations.mlflow.writer import TrackerProcess
 
-    return TrackerProcess(cfg.mlflow.tracking_uri, cfg.experiment, cfg.directory, run_name=cfg.study)
+    # a distinct name per study start: two studies (or a --fresh one) in one experiment differ
+    return TrackerProcess(cfg.mlflow.tracking_uri, cfg.experiment, cfg.directory,
+                          run_name=f"{cfg.study} {time.strftime('%Y-%m-%d %H:%M:%S')}")
 
 
 def study_runner(cfg: StudyConfig, *, resume: bool = False, fresh: bool = False,

@@ -16,7 +16,7 @@ from tuner.core.optimizer import Optimizer
 from tuner.loop.stopping import ASHA, CurveRule, PaceBudget, StoppingRule
 
 from .config import Budget, ConfigError, StudyConfig
-from .executor import Executor, RunFailed
+from .executor import Executor, RunFailed, TrainableFailed
 from .progress import Progress
 from .study import Study
 
@@ -46,6 +46,7 @@ def measure_budget(cfg: StudyConfig, executor: Executor, progress: Progress) -> 
         seeds = [cfg.run.seed + REFERENCE_SEED + i for i in range(slots)]
         try:
             for out in executor.reference_runs(config, seeds):
+                _check_reference(cfg, config, out)
                 if b.metric == "runtime":
                     values.append(out["metrics"].get("runtime", out["runtime"]))
                 elif b.metric in out["metrics"]:
@@ -54,11 +55,30 @@ def measure_budget(cfg: StudyConfig, executor: Executor, progress: Progress) -> 
                     raise ConfigError(f"budget.metric: the reference run reported no "
                                       f"'{b.metric}' (it reported {sorted(out['metrics'])})")
         except RunFailed as exc:
+            if exc.raised:
+                raise TrainableFailed(
+                    f"your trainable {cfg.trainable} raised in the study's first run (the "
+                    f"reference run of the budget, {format_config(config)}): {exc}. Fix the "
+                    "function and run again") from None
             raise ConfigError(f"budget.reference: the reference run of {format_config(config)} "
                               f"failed ({exc}); set budget.limit in seconds or another "
                               "budget.reference") from None
     reference = float(np.median(values))
     return cfg.with_budget(b.multiple * reference, reference)
+
+
+def _check_reference(cfg: StudyConfig, config: Mapping[str, Any], out: Mapping[str, Any]) -> None:
+    """A reference run must report a finite objective: one that does not would set a budget
+    from a run that did not train (``TrainableFailed``)."""
+    metric, metrics = cfg.objective.metric, out["metrics"]
+    value = metrics.get(metric)
+    if value is None or not math.isfinite(value):
+        got = (f"no '{metric}' (it returned {sorted(metrics)})" if value is None
+               else f"{metric} = {value}")
+        raise TrainableFailed(f"your trainable {cfg.trainable} returned {got} in the study's first "
+                              f"run (the reference run of the budget, {format_config(config)}); "
+                              f"a study needs a finite {metric} (objective.metric): fix the "
+                              "function and run again")
 
 
 def stopping_rules(cfg: StudyConfig, optimizer: Optimizer) -> list[StoppingRule]:

@@ -12,7 +12,17 @@ from .progress import Progress
 
 
 class RunFailed(Exception):
-    """A reference run raised or lost its worker; the message says how, in one line."""
+    """A reference run raised (``raised``: the trainable's own error) or lost its worker; the
+    message says how, in one line, with the user's frame where it raised."""
+
+    def __init__(self, message: str, raised: bool = False):
+        super().__init__(message)
+        self.raised = raised
+
+
+class TrainableFailed(Exception):
+    """The user's trainable raised or returned something unusable before any trial ran (its
+    reference run): the message names the function, the configuration, the error and where."""
 
 
 class Executor(Protocol):

@@ -86,8 +86,9 @@ def finish(study: Study, table: TrialTable, tracker: Tracker, progress: Progress
     # within the budget first, then by score; with none finished, the fastest runs
     top = (finished or sorted(rows, key=lambda r: r["runtime"] if r["runtime"] is not None
                               else math.inf))[:10]
+    over = best_over_budget(study, finished)
     if finished:
-        paths += _write_best(study, top[0], tracker)
+        paths += _write_best(study, top[0], tracker, over)
     try:
         from .plots import study_plots
 
@@ -119,6 +120,8 @@ def finish(study: Study, table: TrialTable, tracker: Tracker, progress: Progress
             + ("" if cfg.context is None else f"; this study's context: {format_config(cfg.context)}"))
     progress.message("\n" + (best_line(study, top[0]) if finished else
                              f"no trial finished: {diagnosis(study)}" + best_partial_line(study)))
+    if over is not None:
+        progress.message(over_line(study, over))
     uri, run_id = cfg.mlflow.tracking_uri, study.session.run_id
     progress.message(
         f"{snap.done} finished, {snap.failed} failed/stopped, {snap.violations} over budget, "
@@ -132,7 +135,38 @@ def finish(study: Study, table: TrialTable, tracker: Tracker, progress: Progress
                        failure or (None if finished else diagnosis(study)))
 
 
-def _write_best(study: Study, row: Mapping[str, Any], tracker: Tracker) -> list[Path]:
+def best_over_budget(study: Study, finished: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """What the budget cost: the best finished trial over the budget when it beats the best
+    within it (``finished``: the ranked rows), with its run time and the ratio to the best
+    within's; None when there is no such trial."""
+    b, key = study.cfg.budget, study.metric
+    within = [r for r in finished if not r["over_budget"]]
+    over = [r for r in finished if r["over_budget"]]
+    if b is None or not within or not over:
+        return None
+    sign = 1 if study.cfg.objective.mode == "max" else -1
+    best_over = max(over, key=lambda r: sign * r[key])
+    if sign * best_over[key] <= sign * within[0][key]:
+        return None
+    used = [study.optimizer.trials[r["trial"]].metrics.get(b.metric) for r in (best_over, within[0])]
+    return {"trial": best_over["trial"], key: best_over[key],
+            "config": {k: best_over[k] for k in study.cfg.space}, b.metric: used[0],
+            "best_within": {"trial": within[0]["trial"], key: within[0][key], b.metric: used[1]},
+            f"{b.metric}_ratio": (used[0] / used[1] if used[0] is not None and used[1] else None)}
+
+
+def over_line(study: Study, over: Mapping[str, Any]) -> str:
+    """The best over the budget beside the best within, on one line."""
+    key, metric = study.metric, study.cfg.budget.metric      # type: ignore[union-attr]
+    ratio = over[f"{metric}_ratio"]
+    return (f"best over the budget: trial {over['trial']}, {key} {over[key]:.4g} (best within: "
+            f"{over['best_within'][key]:.4g}), {metric} {over[metric]:.3g} s"
+            + ("" if ratio is None else f" = {ratio:.2g} x the best within's "
+               f"{over['best_within'][metric]:.3g} s") + f"; {format_config(over['config'])}")
+
+
+def _write_best(study: Study, row: Mapping[str, Any], tracker: Tracker,
+                over: Mapping[str, Any] | None = None) -> list[Path]:
     """best.json and best.yaml in the study folder (and best.json in the MLflow parent run):
     the best finished trial, within the budget if any is."""
     import yaml
@@ -149,10 +183,17 @@ def _write_best(study: Study, row: Mapping[str, Any], tracker: Tracker) -> list[
     carried = carried_counts(study.optimizer)
     if carried:
         best["warm_start"] = carried    # trials carried over, by earlier study
+    if over is not None:
+        best["best_over_budget"] = dict(over)    # what the budget cost
     paths = [cfg.directory / "best.json", cfg.directory / "best.yaml"]
     write_json(paths[0], best, indent=1)
     write_atomic(paths[1], yaml.safe_dump(best, sort_keys=False))
     tracker.log_dict(best, "best.json")
+    # the parent run's columns in MLflow: the best trial, its settings (tags: they change on a
+    # resume, MLflow params never do) and its metrics
+    tracker.log_tags({"best_trial": tr.trial_id, **{f"best.{k}": v for k, v in tr.config.items()}})
+    tracker.log_progress(study.n_ended(), {f"best.{k}": v for k, v in
+                                           {**tr.metrics, key: tr.value}.items()})
     return paths
 
 

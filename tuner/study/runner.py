@@ -144,8 +144,9 @@ class StudyRunner:
         exists = path.exists()
         if exists and not (self.resume or self.fresh):
             raise ConfigError(f"study '{cfg.study}' already has a state at {path}; "
-                              "pass --resume to continue it or --fresh to start it over "
-                              "(the old folder is kept under a new name)")
+                              "pass --resume (tuner.run(..., resume=True)) to continue it or "
+                              "--fresh (fresh=True) to start it over (the old folder is kept "
+                              "under a new name)")
         if exists and self.fresh:
             kept = cfg.directory.with_name(f"{cfg.directory.name}.{time.strftime('%Y%m%d-%H%M%S')}")
             shutil.move(str(cfg.directory), kept)

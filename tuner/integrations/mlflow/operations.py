@@ -103,6 +103,8 @@ class Operations:
             client.log_dict(run_id, op["data"], op["artifact_file"])
         elif kind == "params":
             self._log_batch(run_id, params=op["params"])
+        elif kind == "tags":
+            self._log_batch(run_id, tags=op["tags"])
         elif kind == "end":
             client.set_terminated(run_id, op["status"], end_time=op["time"])
         else:

@@ -217,6 +217,10 @@ class StudyTracker:
         values, _ = param_values(params)
         self._submit({"op": "params", "parent": self._need_key(), "params": values})
 
+    def log_tags(self, tags: dict[str, Any]) -> None:
+        """Parent-run tags (a tag may change, e.g. the best trial after a resume)."""
+        self._submit({"op": "tags", "parent": self._need_key(), "tags": tag_values(tags)})
+
     def log_artifacts(self, paths: Iterable[str | os.PathLike]) -> None:
         """Files (or folders) into the parent run's artifact root."""
         existing = []

@@ -4,7 +4,7 @@ Logging a trial to MLflow costs about 20 ms of CPU (SQLAlchemy, one child run an
 transactions), and a thread in the driver competes with the loop for the GIL.
 ``TrackerProcess`` runs a ``StudyTracker`` in a child process and offers the tracker's methods:
 
-* the logging calls (``log_trial``, ``log_progress``, ``log_params``, ``log_dict``,
+* the logging calls (``log_trial``, ``log_progress``, ``log_params``, ``log_tags``, ``log_dict``,
   ``log_artifacts``) return at once; a feeder thread writes them, in order, to the child's
   stdin;
 * ``start``, ``logged_trial_ids``, ``flush``, ``finish`` and ``run_id`` wait for the child's
@@ -113,6 +113,9 @@ class TrackerProcess:
 
     def log_params(self, params: dict[str, Any]) -> None:
         self._send("log_params", params)
+
+    def log_tags(self, tags: dict[str, Any]) -> None:
+        self._send("log_tags", tags)
 
     def log_dict(self, data: dict, artifact_file: str) -> None:
         self._send("log_dict", data, artifact_file)

@@ -17,8 +17,11 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import socket
+import sysconfig
 import time
+from pathlib import Path
 from typing import Any, Callable, Mapping
 
 import ray
@@ -201,10 +204,30 @@ def _wait(refs: list, num_returns: int, timeout: float) -> tuple[list, list]:
 
 
 def task_error(exc: BaseException) -> str:
-    """``ExceptionType: last line of its message`` for an error raised inside a Ray task."""
+    """``ExceptionType: last line of its message (at file:line in function)`` for an error
+    raised inside a Ray task, pointing at the user's own code (``user_frame``)."""
     cause = getattr(exc, "cause", None) or exc
     msg = str(cause).strip().splitlines()
-    return f"{type(cause).__name__}: {msg[-1] if msg else ''}"
+    frame = user_frame(str(exc))
+    return f"{type(cause).__name__}: {msg[-1] if msg else ''}" + (f" (at {frame})" if frame else "")
+
+
+_FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)\n(?:\s*(\S.*)\n)?')
+_NOT_USER = tuple(str(Path(p).resolve()) for p in (
+    sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["purelib"],
+    sysconfig.get_paths()["platlib"], Path(__file__).resolve().parents[2]))
+
+
+def user_frame(text: str) -> str | None:
+    """The deepest frame of a traceback's text in the user's own code (not tuner's, Ray's,
+    an installed package's or the standard library's): ``path:line in function: source``;
+    None if there is none."""
+    frames = [m for m in _FRAME.finditer(text + "\n")
+              if not m.group(1).startswith("<") and not str(Path(m.group(1)).resolve()).startswith(_NOT_USER)]
+    if not frames:
+        return None
+    path, line, fn, source = frames[-1].groups()
+    return f"{path}:{line} in {fn}" + (f": {source.strip()}" if source else "")
 
 
 def first_line(exc: BaseException) -> str:

@@ -155,8 +155,10 @@ class RayExecutor:
                         continue
                 else:
                     out = ray.get(ready[0])
-            except rex.RayError as exc:
-                raise RunFailed(task_error(exc)) from None
+            except rex.RayTaskError as exc:      # the trainable raised
+                raise RunFailed(task_error(exc), raised=True) from None
+            except rex.RayError as exc:          # its worker or node was lost
+                raise RunFailed(f"worker or node lost ({type(exc).__name__}): {first_line(exc)}") from None
             yield out
 
     def backend(self, clock: Callable[[], float], grace: float,
