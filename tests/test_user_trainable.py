@@ -119,6 +119,12 @@ def test_tuner_run_from_python_tunes_a_function_within_its_budget(ray_session, t
     assert table[0].startswith("trial,status,score") and len(table) == 11
     assert cli_main(["show", name, "--output", out, "--all"]) == 0
     assert len([ln for ln in capsys.readouterr().out.splitlines() if " FINISHED " in ln]) == 10
+    # analysis in Python: the trials as a DataFrame, the best trial, the config
+    loaded = tuner.load_study(name, output=out)
+    assert len(loaded.trials) == 10 and loaded.best == saved
+    assert loaded.trials.loc[loaded.trials["trial"] == saved["trial"], "score"].item() == saved["score"]
+    assert set(SPACE) <= set(loaded.trials.columns) and loaded.config["objective"]["metric"] == "score"
+    assert tuner.load_study(result.directory).name == name
     # the same name again: the error names the Python arguments too
     with pytest.raises(ConfigError, match=r"resume=True.*fresh=True"):
         tuner.run(fit, space=SPACE, objective="score", trials=1, mlflow={"tracking_uri": uri},
@@ -145,6 +151,21 @@ def test_tuner_run_cli_tunes_module_function_from_yaml(tmp_path):
     assert state.exists()
 
 
+def _run_failing(tmp_path, name, module, function, **sections):
+    """``tuner run`` in a subprocess on ``name.py:function`` (written from ``module``), which
+    must fail the study (exit code 2); returns the config and the last line on stderr."""
+    (tmp_path / f"{name}.py").write_text(textwrap.dedent(module))
+    config = {"study": name, "trainable": f"{name}:{function}", "space": SPACE,
+              "objective": {"metric": "score"},
+              "mlflow": {"tracking_uri": f"sqlite:///{tmp_path}/mlflow.db"}, **sections}
+    (tmp_path / "study.yaml").write_text(yaml.safe_dump(config))
+    p = subprocess.run([sys.executable, "-m", "tuner.app.cli", "run", "study.yaml"], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 2, p.stdout[-2000:] + p.stderr[-2000:]
+    assert "Traceback" not in p.stdout + p.stderr
+    return config, p.stderr.strip().splitlines()[-1]
+
+
 BROKEN_MODULE = '''
 def typo(config):
     return {"score": config["lrr"]}          # the space says "x": every trial fails alike
@@ -160,17 +181,9 @@ def wrong_metric(config):
     ("wrong_metric", "the trial reported no 'score' (objective.metric); it reported ['accuracy',"),
 ])
 def test_a_mistake_that_fails_every_trial_stops_the_study_with_its_cause(tmp_path, function, cause):
-    (tmp_path / "broken.py").write_text(textwrap.dedent(BROKEN_MODULE))
-    config = {"study": "broken", "trainable": f"broken:{function}", "space": SPACE,
-              "objective": {"metric": "score"}, "run": {"trials": 20, "max_concurrent": 2},
-              "mlflow": {"tracking_uri": f"sqlite:///{tmp_path}/mlflow.db"}}
-    (tmp_path / "study.yaml").write_text(yaml.safe_dump(config))
-    p = subprocess.run([sys.executable, "-m", "tuner.app.cli", "run", "study.yaml"], cwd=tmp_path,
-                       capture_output=True, text=True, timeout=300)
-    assert p.returncode == 2, p.stdout[-2000:] + p.stderr[-2000:]
-    last = p.stderr.strip().splitlines()[-1]
+    config, last = _run_failing(tmp_path, "broken", BROKEN_MODULE, function,
+                                run={"trials": 20, "max_concurrent": 2})
     assert last.startswith("tuner: study stopped: the first 3 trials all failed") and cause in last
-    assert "Traceback" not in p.stdout + p.stderr
     state = json.loads((tmp_path / "tuner_runs" / "broken" / "state.json").read_text())
     assert len(state["optimizer"]["trials"]) < 20            # it stopped early
     runs = MlflowClient(config["mlflow"]["tracking_uri"]).search_runs(
@@ -211,15 +224,7 @@ def nan(config):
 ])
 def test_a_function_that_fails_its_reference_run_is_reported_as_the_function_failing(
         tmp_path, function, words):
-    (tmp_path / "ref.py").write_text(textwrap.dedent(REFERENCE_MODULE))
-    config = {"study": "ref", "trainable": f"ref:{function}", "space": SPACE,
-              "objective": {"metric": "score"}, "budget": {"limit": "1.5x"},
-              "run": {"trials": 4, "max_concurrent": 1},
-              "mlflow": {"tracking_uri": f"sqlite:///{tmp_path}/mlflow.db"}}
-    (tmp_path / "study.yaml").write_text(yaml.safe_dump(config))
-    p = subprocess.run([sys.executable, "-m", "tuner.app.cli", "run", "study.yaml"], cwd=tmp_path,
-                       capture_output=True, text=True, timeout=300)
-    assert p.returncode == 2, p.stdout[-2000:] + p.stderr[-2000:]
-    last = p.stderr.strip().splitlines()[-1]
+    _, last = _run_failing(tmp_path, "ref", REFERENCE_MODULE, function, budget={"limit": "1.5x"},
+                           run={"trials": 4, "max_concurrent": 1})
     assert last.startswith(f"tuner: your trainable ref:{function} ") and all(w in last for w in words), last
     assert "budget.limit in seconds" not in last and "configuration error" not in last

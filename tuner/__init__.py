@@ -16,7 +16,7 @@ _LAZY = {
     "Status": "tuner.core.trial", "simulate": "tuner.loop.simulator",
     "SearchSpace": "tuner.core.space", "Float": "tuner.core.space", "Int": "tuner.core.space",
     "Categorical": "tuner.core.space", "SpaceError": "tuner.core.space",
-    "run": "tuner.app.api",
+    "run": "tuner.app.api", "load_study": "tuner.app.studies",
 }
 __all__ = sorted(_LAZY)
 __version__ = "0.1.0"

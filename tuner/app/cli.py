@@ -68,6 +68,9 @@ def _studies(args: argparse.Namespace) -> int:
     try:
         if args.command == "list":
             print(studies.list_text(args.output))
+        elif args.command == "plot":
+            paths = studies.plot(args.output, args.study)
+            print("\n".join(map(str, paths)) if paths else f"study {args.study}: no trial ended yet")
         elif args.command == "show":
             print(studies.csv_text(args.output, args.study) if args.csv else
                   studies.show_text(args.output, args.study, None if args.all else 10))
@@ -123,7 +126,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=_simulate)
     for name, text in (("list", "the studies in an output folder, with their best results"),
                        ("show", "one study: its best trials, the ones that did not finish, the best"),
-                       ("best", "one study's best trial (best.yaml; --json for JSON)")):
+                       ("best", "one study's best trial (best.yaml; --json for JSON)"),
+                       ("plot", "one study's plots: score against each setting, parallel "
+                        "coordinates, importance, trials on workers (PNG files in its folder)")):
         c = sub.add_parser(name, help=text)
         if name != "list":
             c.add_argument("study", help="the study's name (its folder under --output)")

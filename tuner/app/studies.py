@@ -19,6 +19,33 @@ class StudyNotFound(ValueError):
 
 
 @dataclass
+class LoadedStudy:
+    """A finished (or running) study as ``tuner.load_study`` hands it back for analysis."""
+
+    name: str
+    path: Path
+    config: dict[str, Any]               # the resolved config the study ran with
+    trials: Any                          # pandas.DataFrame: trials.csv, one row per ended trial
+    best: dict[str, Any] | None          # best.json: the best within the budget (and over it)
+    curves: Any = None                   # pandas.DataFrame: curves.csv, if the runs reported
+
+
+def load_study(name_or_path: str | Path, output: str | Path = "tuner_runs") -> LoadedStudy:
+    """A study's folder read for analysis: ``name_or_path`` is a study folder, or a study's
+    name under ``output``.  ``trials`` holds every trial the study ran (not those carried over
+    from earlier studies), with its status, objective, run time and settings."""
+    import pandas as pd
+
+    path = Path(name_or_path)
+    if not (path / "state.json").exists():
+        path = find(output, str(name_or_path)).path
+    f = Folder.read(path)
+    trials = pd.read_csv(path / "trials.csv") if (path / "trials.csv").exists() else pd.DataFrame()
+    curves = pd.read_csv(path / "curves.csv") if (path / "curves.csv").exists() else None
+    return LoadedStudy(path.name, path, f.config, trials, f.best(), curves)
+
+
+@dataclass
 class Folder:
     """One study's folder, each file read once."""
 
@@ -126,6 +153,17 @@ def show_text(output: str | Path, name: str, top: int | None = 10) -> str:
             lines += ["", others]
     lines += ["", _best_text(f)]
     return "\n".join(lines)
+
+
+def plot(output: str | Path, name: str) -> list[Path]:
+    """``tuner plot STUDY``: the study's plots of what it found (``tuner.study.space_plots``)
+    drawn again from its folder; returns their paths."""
+    from tuner.study.space_plots import space_plots
+
+    f = find(output, name)
+    budget = (f.config.get("budget") or {}).get("seconds")
+    return space_plots(f.rows, f.config["space"], f.metric, f.config["objective"]["mode"], f.path,
+                       budget)
 
 
 def csv_text(output: str | Path, name: str) -> str:

@@ -91,6 +91,7 @@ def finish(study: Study, table: TrialTable, tracker: Tracker, progress: Progress
         paths += _write_best(study, top[0], tracker, over)
     try:
         from .plots import study_plots
+        from .space_plots import space_plots
 
         records = [study.record(tid) for tid in study.ended()]
         curves = read_curves(cfg.directory / CURVES_CSV, key) if cfg.fidelity else None
@@ -98,6 +99,8 @@ def finish(study: Study, table: TrialTable, tracker: Tracker, progress: Progress
                              cfg.objective.mode,
                              runtime_metric=cfg.budget.metric if cfg.budget else "runtime",
                              curves=curves, fidelity=cfg.fidelity.metric if cfg.fidelity else "step")
+        paths += space_plots(rows, cfg.space, key, cfg.objective.mode, cfg.directory,
+                             cfg.budget.seconds if cfg.budget else None)
     except Exception as exc:  # a plot must never cost the study its results
         progress.message(f"warning: plots not written: {exc}")
     tracker.log_artifacts(paths)
