@@ -282,7 +282,7 @@ def test_bad_configs_name_the_field(tmp_path, change, message):
 def test_more_slots_than_cpus_is_refused_naming_both_fields(ray_session, tmp_path):
     """Trials past Ray's CPUs would queue, and the wait would count as their run time."""
     cfg = load_study(study(tmp_path, study="crowded", run={"max_concurrent": 3, "cpus_per_trial": 1}))
-    with pytest.raises(ConfigError, match=r"run.max_concurrent x run.cpus_per_trial = 3 x 1 = 3 CPUs, "
+    with pytest.raises(ConfigError, match=r"run.max_concurrent x run.cpus_per_trial = 3 x 1 = 3 CPU, "
                                           r"but Ray has 2.*run.cpus_per_trial to 0.667 or "
                                           r"run.max_concurrent to 2"):
         run_quietly(cfg)

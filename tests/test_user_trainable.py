@@ -32,9 +32,11 @@ def fit(config):
 
 
 def fit(config):
-    """The same function, defined in this test module (shipped to the workers by value)."""
+    """The same function, defined in this test module (shipped to the workers by value); it
+    also returns a value that is not a number (kept as the trial's attribute)."""
     time.sleep(0.02 * config["depth"])
-    return {"score": 1.0 - (config["x"] - 0.3) ** 2 - 0.05 * abs(config["depth"] - 2)}
+    return {"score": 1.0 - (config["x"] - 0.3) ** 2 - 0.05 * abs(config["depth"] - 2),
+            "note": f"depth {config['depth']}"}
 
 
 def user_study(**kw):
@@ -62,7 +64,7 @@ def test_user_trainable_config_errors_name_the_field(study, words):
 def test_a_function_is_named_module_and_qualname_and_must_return_metrics():
     t = get_trainable(fit)
     assert isinstance(t, FunctionTrainable) and t.name == f"{__name__}:fit"
-    assert t({"x": 0.3, "depth": 2}) == {"score": 1.0}
+    assert t({"x": 0.3, "depth": 2}) == {"score": 1.0, "note": "depth 2"}
     with pytest.raises(TypeError, match="dict of metrics"):
         get_trainable(lambda config: 0.5)({"x": 0.1})
     cfg = load_study(user_study(trainable=fit))
@@ -95,6 +97,7 @@ def test_tuner_run_from_python_tunes_a_function_within_its_budget(ray_session, t
     runs = client.search_runs([exp.experiment_id], max_results=100)
     children = [r for r in runs if "mlflow.parentRunId" in r.data.tags]
     assert len(children) == 10 and all(r.data.tags["over_budget"] == "0" for r in children)
+    assert all(r.data.tags["attr.note"] == f"depth {r.data.params['depth']}" for r in children)
     parent = next(r for r in runs if "mlflow.parentRunId" not in r.data.tags)
     # the parent run: a name of its own (study + start time), the best trial's tag and values
     assert parent.info.run_name.startswith(f"{name} 20")

@@ -11,6 +11,8 @@ and different Poisson delays.
 
 from __future__ import annotations
 
+import numbers
+
 import importlib
 import inspect
 import os
@@ -177,15 +179,13 @@ class FunctionTrainable:
                     return end.value
         return self._numbers(self.fn(dict(config)))
 
-    def _numbers(self, out: Any) -> dict[str, float]:
+    def _numbers(self, out: Any) -> dict[str, float | str]:
+        """The returned dict: numbers as floats (metrics), anything else as its text (kept as
+        the trial's attributes: ``split_attrs``)."""
         if not isinstance(out, Mapping):
             raise TypeError(f"trainable {self.name} must return a dict of metrics, e.g. "
                             f"{{'accuracy': 0.93}} (got {type(out).__name__})")
-        try:
-            return {str(k): float(v) for k, v in out.items()}
-        except (TypeError, ValueError):
-            raise TypeError(f"trainable {self.name} must return numbers as metric values "
-                            f"(got {dict(out)!r})") from None
+        return {str(k): float(v) if isinstance(v, numbers.Real) else str(v) for k, v in out.items()}
 
     def resolve_options(self, options: Mapping[str, Any] | None,
                         where: str | None = None) -> dict[str, Any]:
@@ -219,6 +219,12 @@ def _import_function(spec: str) -> FunctionTrainable:
     if not callable(obj):
         raise ValueError(f"{spec!r} is not a function")
     return FunctionTrainable(spec, obj)
+
+
+def split_attrs(out: Mapping[str, Any]) -> tuple[dict[str, float], dict[str, str]]:
+    """A trainable's returned dict as (metrics: the numbers, attributes: the rest as text)."""
+    metrics = {k: float(v) for k, v in out.items() if isinstance(v, numbers.Real)}
+    return metrics, {k: str(v) for k, v in out.items() if k not in metrics}
 
 
 def function_name(fn: Callable) -> str:

@@ -15,7 +15,7 @@ A study file has these sections (``configs/`` spells them out; README "Study con
     context_space: {n_rows: {type: int, ...}}   # optional: else inferred from the contexts seen
     warm_start: [study-a, study-b]   # earlier studies of the same trainable and space to learn from
     optimizer: {...}                 # tuner.core.settings.Settings fields
-    run: {trials, max_concurrent, cpus_per_trial, trial_timeout, wall_clock_limit, seed, ...}
+    run: {trials, max_concurrent, cpus_per_trial, resources_per_trial, trial_timeout, ...}
     ray: {address}
     mlflow: {tracking_uri, experiment}
     output: tuner_runs               # the folder that holds each study's folder
@@ -23,6 +23,7 @@ A study file has these sections (``configs/`` spells them out; README "Study con
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import os
 import re
@@ -91,6 +92,7 @@ def read_yaml(path: str | Path) -> dict[str, Any]:
 # --- `tuner run`: a real study on Ray ------------------------------------------------------------
 
 BUDGET_METRICS = ("runtime", "train_time")
+TORCH_TRAINABLES = ("cnn", "logreg")     # the built-ins of the ``models`` extra
 
 OBJECTIVE_SCHEMA = {
     "metric": Field((str,), "accuracy"),
@@ -142,6 +144,7 @@ RUN_SCHEMA = {
     "trials": Field((int,), 30, above=0),
     "max_concurrent": Field((int,), 2, above=0),
     "cpus_per_trial": Field((float,), 1.0, above=0),
+    "resources_per_trial": Field((dict, None), None),   # {gpu: 0.5, <custom Ray resource>: 1}
     "trial_timeout": Field((float, None), None, above=0),
     "wall_clock_limit": Field((float, None), None, above=0),
     "seed": Field((int,), 0),
@@ -227,6 +230,12 @@ class Run:
     seed: int
     fail_fast: int
     retries: int
+    resources_per_trial: dict[str, float] | None = None   # besides the CPUs: GPU, custom ones
+
+    @property
+    def resources(self) -> dict[str, float]:
+        """What one trial takes from Ray: ``CPU``, ``GPU`` and custom resources."""
+        return {"CPU": self.cpus_per_trial, **(self.resources_per_trial or {})}
 
 
 @dataclass(frozen=True)
@@ -339,6 +348,9 @@ def load_study(source: str | Path | Mapping[str, Any],
         trainable = get_trainable(fn or top["trainable"])
     except ValueError as exc:
         raise ConfigError(f"trainable: {exc}") from exc
+    if trainable.name in TORCH_TRAINABLES and importlib.util.find_spec("torch") is None:
+        raise ConfigError(f"trainable: {trainable.name} is built on torch, which is not installed: "
+                          "pip install 'tuner[models]' (svm and your own functions need no torch)")
     try:
         options = trainable.resolve_options(top["trainable_options"] or {}, where="trainable_options")
     except ValueError as exc:
@@ -362,7 +374,7 @@ def load_study(source: str | Path | Mapping[str, Any],
     objective = Objective(**check_section("objective", top["objective"],
                                           {**OBJECTIVE_SCHEMA, "metric": Field((str,), trainable.objective)}))
     budget = _budget_section(top["budget"]) if top["budget"] else None
-    run = Run(**check_section("run", top["run"], RUN_SCHEMA))
+    run = _run_section(top["run"])
     opt = dict(top["optimizer"] or {})
     for key, section in (("mode", "objective.mode"), ("objective_bounds", "objective.bounds")):
         if key in opt:
@@ -409,6 +421,28 @@ def _progress_sections(top: Mapping[str, Any], trainable: Any, options: Mapping[
         raise ConfigError(f"fidelity.max is required with your own trainable {trainable.name}: "
                           f"the value of {fid['metric']} at the end of a full run")
     return Fidelity(fid["metric"], float(full)), stopping
+
+
+def _run_section(data: Any) -> Run:
+    """The ``run`` section; ``resources_per_trial`` maps Ray resources to amounts (``cpu`` and
+    ``gpu`` in any case; a ``cpu`` there is ``cpus_per_trial``)."""
+    run = check_section("run", data, RUN_SCHEMA)
+    res = run["resources_per_trial"]
+    if res is not None:
+        out: dict[str, float] = {}
+        for key, amount in res.items():
+            if isinstance(amount, bool) or not isinstance(amount, (int, float)) or not (
+                    math.isfinite(amount) and amount >= 0):
+                raise ConfigError(f"run.resources_per_trial.{key}: expected an amount >= 0, "
+                                  f"got {amount!r}")
+            name = key.upper() if str(key).lower() in ("cpu", "gpu") else str(key)
+            out[name] = float(amount)
+        if "CPU" in out:
+            if not out["CPU"] > 0:
+                raise ConfigError("run.resources_per_trial.cpu: must be > 0")
+            run["cpus_per_trial"] = out.pop("CPU")
+        run["resources_per_trial"] = {k: v for k, v in out.items() if v > 0} or None
+    return Run(**run)
 
 
 def _context_sections(top: Mapping[str, Any], space: Mapping[str, Any]

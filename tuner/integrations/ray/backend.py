@@ -41,12 +41,12 @@ def execute_trial(trainable: str | Callable, config: dict[str, Any], options: di
     """The body of one Ray task: train, and say where it ran and how long the training took,
     measured here in the worker (so the driver's own delays are never charged to the trial)."""
     with _no_half_imports():
-        from trainables import get_trainable
+        from trainables import get_trainable, split_attrs
 
         t0 = time.perf_counter()
-        metrics = get_trainable(trainable)(config, options, seed)
+        metrics, attrs = split_attrs(get_trainable(trainable)(config, options, seed))
         runtime = time.perf_counter() - t0
-    return {"metrics": {k: float(v) for k, v in metrics.items()}, "runtime": runtime,
+    return {"metrics": metrics, "attrs": attrs, "runtime": runtime,
             "node_id": ray.get_runtime_context().get_node_id(), "host": socket.gethostname()}
 
 
@@ -55,7 +55,7 @@ def execute_steps(trainable: str | Callable, config: dict[str, Any], options: di
     """The body of one Ray generator task: yield ``{"report": metrics}`` after each step of a
     trainable that reports progress, then what ``execute_trial`` returns."""
     with _no_half_imports():
-        from trainables import get_trainable
+        from trainables import get_trainable, split_attrs
 
         t0 = time.perf_counter()
         steps = get_trainable(trainable).progress(config, options, seed)
@@ -65,9 +65,10 @@ def execute_steps(trainable: str | Callable, config: dict[str, Any], options: di
             except StopIteration as end:
                 metrics = end.value
                 break
-            yield {"report": {k: float(v) for k, v in metrics.items()}}
+            yield {"report": split_attrs(metrics)[0]}
         runtime = time.perf_counter() - t0
-    yield {"metrics": {k: float(v) for k, v in metrics.items()}, "runtime": runtime,
+    metrics, attrs = split_attrs(metrics)
+    yield {"metrics": metrics, "attrs": attrs, "runtime": runtime,
            "node_id": ray.get_runtime_context().get_node_id(), "host": socket.gethostname()}
 
 
@@ -188,8 +189,10 @@ class RayBackend:
         if "error" in out:
             return Result(tid, end, {}, Status.FAILED, out["error"])
         # the run time measured in the worker, unless the trainable reports its own
+        # returned values that are not numbers: the trial's attributes (MLflow tags ``attr.*``)
         return Result(tid, end, {"runtime": out["runtime"], **out["metrics"]},
-                      info={"node": out["node_id"], "host": out["host"]})
+                      info={"node": out["node_id"], "host": out["host"],
+                            **{f"attr.{k}": v for k, v in out.get("attrs", {}).items()}})
 
 
 def _wait(refs: list, num_returns: int, timeout: float) -> tuple[list, list]:

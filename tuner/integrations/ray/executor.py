@@ -117,14 +117,25 @@ class RayExecutor:
                 _init_ray(self.address, self.run.max_concurrent)
         self.fits = self._check_capacity(progress)
         # Ray runs a task again when its worker or node is lost (not when it raises)
-        self._task = ray.remote(num_cpus=self.run.cpus_per_trial, max_retries=self.run.retries)(
+        self._task = ray.remote(max_retries=self.run.retries, **self._resources())(
             execute_steps if self.reports else execute_trial)
+
+    def _resources(self) -> dict[str, Any]:
+        """``ray.remote``'s options for one trial: ``run.cpus_per_trial`` and
+        ``run.resources_per_trial`` (a fractional GPU, custom resources)."""
+        res = dict(self.run.resources)
+        out: dict[str, Any] = {"num_cpus": res.pop("CPU")}
+        if "GPU" in res:
+            out["num_gpus"] = res.pop("GPU")
+        if res:
+            out["resources"] = res
+        return out
 
     def warm_up(self, progress: Progress, config: Mapping[str, Any]) -> None:
         """One short run per slot, each on a worker of its own, so no trial's run time includes
         a worker's start-up (seconds for torch), which would count against its budget."""
         slots = self.run.max_concurrent
-        warm = ray.remote(num_cpus=self.run.cpus_per_trial, max_retries=0)(warm_up)
+        warm = ray.remote(max_retries=0, **self._resources())(warm_up)
         # the runs that can run at once wait for each other (the rest pass an open gate)
         together = min(slots, self.fits)
         gate = ray.remote(num_cpus=0)(_Gate).remote(together) if together > 1 else None
@@ -177,15 +188,18 @@ class RayExecutor:
         wait would count as their run time (the budget stop, the censored lower bounds).  An
         error on a local Ray; a warning on a cluster, which may grow.  Returns how many trials
         can run at once."""
-        slots, cpus = self.run.max_concurrent, self.run.cpus_per_trial
-        have = float(ray.cluster_resources().get("CPU", 0.0))
-        fits = int(have / cpus + 1e-9)
-        if slots * cpus <= have + 1e-9:
+        slots, cluster = self.run.max_concurrent, ray.cluster_resources()
+        # the resource that fits the fewest trials (CPU first on a tie)
+        fits, name, need = min((int(float(cluster.get(k, 0.0)) / v + 1e-9), k, v)
+                               for k, v in self.run.resources.items() if v > 0)
+        if slots <= fits:
             return slots
-        fix = (f"set run.cpus_per_trial to {have / slots:.3g} or run.max_concurrent to {fits}" if fits
-               else f"set run.cpus_per_trial to at most {have:g}")
-        text = (f"run.max_concurrent x run.cpus_per_trial = {slots} x {cpus:g} = {slots * cpus:g} "
-                f"CPUs, but Ray has {have:g}: only {fits} trial(s) can run at once, and the others "
+        have = float(cluster.get(name, 0.0))
+        field = "run.cpus_per_trial" if name == "CPU" else f"run.resources_per_trial.{name}"
+        fix = (f"set {field} to {have / slots:.3g} or run.max_concurrent to {fits}" if fits
+               else f"set {field} to at most {have:g}")
+        text = (f"run.max_concurrent x {field} = {slots} x {need:g} = {slots * need:g} "
+                f"{name}, but Ray has {have:g}: only {fits} trial(s) can run at once, and the others "
                 f"would wait in Ray's queue with the wait counted as their run time; {fix}")
         if self.address is None:
             raise ConfigError(text)
