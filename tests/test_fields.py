@@ -26,8 +26,9 @@ def test_defaults_filled_and_values_normalized():
 
 
 @pytest.mark.parametrize("data, message", [
-    ({"name": "a", "trails": 3}, "run: unknown key(s) ['trails']; allowed: ['flag', 'margin', "
-                                 "'mode', 'n_initial', 'name', 'share', 'trials']"),
+    ({"name": "a", "trails": 3}, "run: unknown key(s) ['trails']; did you mean 'trials' for "
+                                 "'trails'?; allowed: ['flag', 'margin', 'mode', 'n_initial', "
+                                 "'name', 'share', 'trials']"),
     ({}, "run.name is required"),
     ({"name": "a", "trials": 0}, "run.trials: must be > 0 (got 0)"),
     ({"name": "a", "trials": 2.5}, "run.trials: expected a whole number, got 2.5"),

@@ -54,3 +54,12 @@ def test_the_plots_are_written_as_images(tmp_path):
         assert img.shape[0] > 200 and img.shape[1] > 400 and img[..., :3].std() > 0.05
     # a study with nothing finished yet: only the timeline
     assert [p.name for p in space_plots(table()[3:4], SPACE, "score", "max", tmp_path)] == ["timeline.png"]
+
+
+def test_a_pause_between_sessions_is_cut_out_of_the_study_time():
+    from tuner.study.plots import study_clock
+
+    clock, resumed = study_clock([(0, 10), (5, 12), (100, 110), (105, 120)])   # resumed at 100
+    assert [clock(t) for t in (0, 12, 100, 120)] == [0, 12, 12, 32] and resumed == [12]
+    clock, resumed = study_clock([(0, 10), (11, 20)])                           # a 1 s gap stays
+    assert clock(20) == 20 and resumed == []

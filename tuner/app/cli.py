@@ -86,7 +86,10 @@ def _studies(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="tuner", description=__doc__)
+    p = argparse.ArgumentParser(prog="tuner", description=(
+        "Asynchronous, budget-aware hyperparameter tuning on Ray, every trial in MLflow. "
+        "tuner run: a study; tuner show/best/plot/list: its results; tuner simulate: a simulated "
+        "study; tuner bench: the benchmark against Optuna, Syne Tune and random search."))
     sub = p.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="run a study on Ray (local or a cluster), every trial in MLflow")
     r.add_argument("config", nargs="?", help="study YAML, e.g. configs/svm.yaml (default: the "
@@ -143,7 +146,7 @@ def build_parser() -> argparse.ArgumentParser:
     # listed for --help; main() hands everything after "bench" to benchmarks.compare
     sub.add_parser("bench", help="the side-by-side benchmark against Optuna, Syne Tune and random "
                    "search on one simulated worker pool (benchmarks.compare; try --quick, --help); "
-                   "`tuner bench curves`: the learning-curve benchmark (benchmarks.curves)")
+                   "'tuner bench curves': the learning-curve benchmark (benchmarks.curves)")
     return p
 
 

@@ -87,7 +87,7 @@ def simulate_study(args: argparse.Namespace) -> int:
         if n % step == 0 or n == cfg.trials:
             best = opt.best()
             print(f"  {n:5d}/{cfg.trials} started  running {len(opt.running):3d}  "
-                  f"best {best.value if best else float('nan'):.4f}  "
+                  f"best {'-' if best is None else f'{best.value:.4f}'}  "
                   f"elapsed {time.perf_counter() - t0:6.1f}s", flush=True)
 
     res = simulate(opt, fn, delay, cfg.trials, cfg.workers, cfg.noise_std, cfg.seed, fn.f_opt, progress)
@@ -99,8 +99,8 @@ def simulate_study(args: argparse.Namespace) -> int:
     plot_regret(regret, out / "simple_regret.png", cfg.study, cfg.settings.algorithm)
     marks = [m for m in (10, 25, 50, 100, 200, 500, 1000, 2000) if m <= len(regret)]
     print("\n| T | simple regret |\n|---|---|")
-    for m in marks:
-        print(f"| {m} | {regret[m - 1]:.4f} |")
+    for m in marks:      # '-': no evaluation had completed by then
+        print(f"| {m} | {'-' if np.isnan(regret[m - 1]) else f'{regret[m - 1]:.4f}'} |")
     print(f"\nbest f {res.f_true[res.finish <= res.finish.max()].max():.4f} (optimum {fn.f_opt:.4f}); "
           f"median suggest {1e3 * np.median(res.suggest_seconds):.1f} ms; "
           f"wrote {out}/{{trials.csv,simple_regret.png,optimizer_state.json}}")

@@ -3,13 +3,15 @@
 
     optimizer.censoring: must be one of ['hard', 'soft'] (got 'sfot')
     run.trials: must be > 0 (got 0)
-    budget: unknown key(s) ['limt']; allowed: ['limit', 'metric', 'reference', 'stop_margin']
+    budget: unknown key(s) ['limt']; did you mean 'limit' for 'limt'?; allowed: ['limit', ...]
 
 Used by ``Settings`` (the optimizer), ``Constraint``, the study and simulation configs
 (``tuner.study.config``), the simulator's delay models and the built-in trainables' options.
 """
 
 from __future__ import annotations
+
+import difflib
 
 import math
 import numbers
@@ -88,9 +90,13 @@ class Field:
 def check_keys(section: str, data: Mapping[str, Any], allowed: Iterable[str],
                error: type[Exception] = ValueError) -> None:
     """``error`` naming the unknown keys of ``data`` and the allowed ones."""
+    allowed = sorted(allowed)
     unknown = sorted(set(data) - set(allowed))
     if unknown:
-        raise error(f"{section}: unknown key(s) {unknown}; allowed: {sorted(allowed)}")
+        close = {k: difflib.get_close_matches(str(k), allowed, n=1) for k in unknown}
+        hint = "; ".join(f"did you mean {m[0]!r} for {k!r}?" for k, m in close.items() if m)
+        raise error(f"{section}: unknown key(s) {unknown}" + (f"; {hint}" if hint else "")
+                    + f"; allowed: {allowed}")
 
 
 def check_section(section: str, data: Any, schema: Mapping[str, Field],

@@ -46,6 +46,25 @@ def best_so_far(records: Sequence[TrialRecord], metric: str, mode: str = "max"
     return out
 
 
+def study_clock(spans: Sequence[tuple[float, float]], gap: float = 5.0):
+    """A map from wall-clock time to the study's own time: seconds since the first start with
+    the stretches in which no trial ran and that last over ``gap`` seconds (a study stopped and
+    resumed later) cut out.  Returns (the map, the study times at which such a cut falls)."""
+    cuts: list[tuple[float, float]] = []          # (wall time the pause ended, its length)
+    spans = sorted((s, e) for s, e in spans if e is not None)
+    reach = spans[0][0] if spans else 0.0
+    for s, e in spans:
+        if s - reach > gap:
+            cuts.append((s, s - reach))
+        reach = max(reach, e)
+    t0 = spans[0][0] if spans else 0.0
+
+    def clock(t: float) -> float:
+        return t - t0 - sum(length for end, length in cuts if end <= t)
+
+    return clock, [clock(end) for end, _ in cuts]
+
+
 def study_plots(records: Sequence[TrialRecord], out_dir: str | os.PathLike, metric: str,
                 budget: float | None = None, mode: str = "max",
                 runtime_metric: str = "runtime",
@@ -59,8 +78,7 @@ def study_plots(records: Sequence[TrialRecord], out_dir: str | os.PathLike, metr
     started."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    t0 = min((r.start_time for r in records), default=0.0)
-    paths = [_score_plot(records, out / SCORE_PNG, metric, mode, t0),
+    paths = [_score_plot(records, out / SCORE_PNG, metric, mode),
              _runtime_plot(records, out / RUNTIME_PNG, runtime_metric, budget)]
     if curves:
         paths.append(curves_plot(records, curves, out / CURVES_PNG, metric, mode, fidelity))
@@ -99,22 +117,24 @@ def curves_plot(records: Sequence[TrialRecord], curves: Mapping[int, Sequence[tu
     return _save(fig, path)
 
 
-def _score_plot(records: Sequence[TrialRecord], path: Path, metric: str, mode: str,
-                t0: float) -> Path:
+def _score_plot(records: Sequence[TrialRecord], path: Path, metric: str, mode: str) -> Path:
     fig, ax = plt.subplots(figsize=(7, 4))
+    clock, resumed = study_clock([(r.start_time, r.end_time) for r in records])
     done = [r for r in records if r.status == "FINISHED" and metric in r.metrics]
     for ok, style in ((True, {"color": "tab:blue"}), (False, {"facecolors": "none",
                                                              "edgecolors": "tab:red"})):
-        pts = [(r.end_time - t0, r.metrics[metric]) for r in done if feasible(r) == ok]
+        pts = [(clock(r.end_time), r.metrics[metric]) for r in done if feasible(r) == ok]
         if pts:
             ax.scatter(*zip(*pts), s=18, label="trial" if ok else "trial (infeasible)", **style)
     best = best_so_far(records, metric, mode)
     if best:
-        end = max(r.end_time for r in records) - t0
-        xs = [t - t0 for t, _ in best] + [end]
+        end = clock(max(r.end_time for r in records))
+        xs = [clock(t) for t, _ in best] + [end]
         ys = [v for _, v in best] + [best[-1][1]]
         ax.step(xs, ys, where="post", color="black", label="best so far")
-    ax.set_xlabel("wall-clock since the first trial started (s)")
+    for k, t in enumerate(resumed):
+        ax.axvline(t, color="gray", linestyle=":", label=None if k else "resumed (pause cut out)")
+    ax.set_xlabel("seconds of the study since the first trial started (pauses cut out)")
     ax.set_ylabel(metric)
     ax.set_title(f"{metric} over wall-clock ({len(done)} finished of {len(records)} trials)")
     return _save(fig, path)

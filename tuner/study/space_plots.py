@@ -26,7 +26,7 @@ import numpy as np  # noqa: E402
 
 from tuner.core.space import SearchSpace  # noqa: E402
 
-from .plots import _STATUS_STYLE, _save  # noqa: E402
+from .plots import _STATUS_STYLE, _save, study_clock  # noqa: E402
 
 Row = Mapping[str, Any]
 
@@ -166,7 +166,7 @@ def timeline_plot(rows: Sequence[Row], path: Path, budget: float | None = None) 
     where = lanes(rows)
     keys = sorted(set(where.values()))
     index = {k: i for i, k in enumerate(keys)}
-    t0 = min(r["start"] for r in rows)
+    clock, resumed = study_clock([(r["start"], r["finish"]) for r in rows])
     fig, ax = plt.subplots(figsize=(8, 0.45 * len(keys) + 1.8))
     labelled: set[str] = set()
     for r in rows:
@@ -175,17 +175,19 @@ def timeline_plot(rows: Sequence[Row], path: Path, budget: float | None = None) 
         color, _ = _STATUS_STYLE.get(st, ("tab:gray", "."))
         if st == "FINISHED" and r.get("over_budget"):
             st, color = "FINISHED over budget", "tab:pink"
-        ax.barh(y, r["finish"] - r["start"], left=r["start"] - t0, height=0.7, color=color,
+        ax.barh(y, clock(r["finish"]) - clock(r["start"]), left=clock(r["start"]), height=0.7, color=color,
                 alpha=0.8, edgecolor="white", label=None if st in labelled else st)
         labelled.add(st)
         if st == "TIMED_OUT" and r.get("over_budget"):
-            ax.scatter([r["finish"] - t0], [y], marker="x", color="black", s=30, zorder=3,
+            ax.scatter([clock(r["finish"])], [y], marker="x", color="black", s=30, zorder=3,
                        label=None if "stop" in labelled else "budget stop")
             labelled.add("stop")
     one_node = len({node for node, _ in keys}) == 1
     ax.set_yticks(range(len(keys)), [f"slot {slot + 1}" if one_node else f"{node} #{slot + 1}"
                                      for node, slot in keys], fontsize=8)
-    ax.set_xlabel("seconds since the first trial started")
+    for k, t in enumerate(resumed):
+        ax.axvline(t, color="gray", linestyle=":", label=None if k else "resumed (pause cut out)")
+    ax.set_xlabel("seconds of the study since the first trial started (pauses cut out)")
     ax.invert_yaxis()
     title = f"trials on workers: {len(rows)} trials on {len(keys)} slots"
     ax.set_title(title + ("" if budget is None else f", budget {budget:.3g} s per trial"))
