@@ -249,6 +249,10 @@ def serve(requests: BinaryIO, replies: BinaryIO) -> None:
     logger.addHandler(handler)
     logger.setLevel(logging.INFO)
     logger.propagate = False
+    # MLflow's INFO lines (creating the sqlite tables, its migrations) would land inside the
+    # study's start-up output; its warnings and errors still reach stderr
+    logging.getLogger("mlflow").setLevel(logging.WARNING)
+    logging.getLogger("alembic").setLevel(logging.WARNING)
     tracker: StudyTracker | None = None
     while True:
         try:

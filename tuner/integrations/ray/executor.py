@@ -9,6 +9,7 @@ against its budget.
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import sys
@@ -212,11 +213,16 @@ def _init_ray(address: str | None, slots: int) -> None:
     ``ray://host:10001``)."""
     local = {"_system_config": local_ray_config(slots)} if address is None else {}
     _check_reachable(address)
+    quiet = logging.getLogger("ray")      # Ray's start-up notices (e.g. its token
+    level = quiet.level                   # authentication) would land inside the study's output
+    quiet.setLevel(logging.ERROR)
     try:
         ray.init(address=address, include_dashboard=False, log_to_driver=False,
                  configure_logging=False, **local)
     except (ConnectionError, RuntimeError, ValueError) as exc:
         raise ConfigError(f"ray.address: could not connect to Ray at {address!r}: {exc}") from exc
+    finally:
+        quiet.setLevel(level)
 
 
 def _check_reachable(address: str | None, timeout: float = 10.0) -> None:
