@@ -24,7 +24,7 @@ CENSORING = ("hard", "soft")
 @dataclass
 class Settings:
     """Every knob of the optimizer.  ``PAPER_EXACT`` lists where the defaults leave paper 001 (App. C)
-    and 004 (RPOL) behind, each chosen by the ablation in README "What each change buys"."""
+    and 004 (RPOL) behind, each chosen by the ablation in docs/evidence.md "What each change buys"."""
 
     algorithm: str = "gp-ucb-sdf"
     mode: str = "max"
