@@ -19,7 +19,7 @@ from .callbacks import CURVES_CSV, TrialTable, read_curves
 from .config import StudyConfig
 from .progress import Progress, not_finished, rank_finished, summary_table
 from .study import Study, own_trials
-from .tracking import Tracker
+from .tracking import Tracker, browse_text
 from .warm import carried_counts
 
 
@@ -129,8 +129,8 @@ def finish(study: Study, table: TrialTable, tracker: Tracker, progress: Progress
     progress.message(
         f"{snap.done} finished, {snap.failed} failed/stopped, {snap.violations} over budget, "
         f"workers busy {100 * snap.utilization:.0f}% of {elapsed:.0f} s.\n"
-        f"state and trial table: {cfg.directory}/; MLflow run {run_id} ({uri}): browse with "
-        f"`mlflow ui --backend-store-uri {uri}`" + (f"\n{unlogged} MLflow item(s) are not logged "
+        f"state and trial table: {cfg.directory}/; MLflow run {run_id} ({uri}): "
+        f"{browse_text(uri, tracker.experiment_id)}" + (f"\n{unlogged} MLflow item(s) are not logged "
                                                      f"yet (kept in {cfg.directory}); --resume "
                                                      "sends them" if unlogged else ""))
     return StudyResult(status, study.optimizer, study.session.where, run_id, cfg.directory,

@@ -29,6 +29,8 @@ class Tracker(Protocol):
     @property
     def run_id(self) -> str | None: ...
     @property
+    def experiment_id(self) -> str | None: ...
+    @property
     def behind(self) -> int: ...       # calls not done yet
     def start(self, params: dict[str, Any], tags: dict[str, str] | None = None,
               resume_run_id: str | None = None) -> str: ...
@@ -52,6 +54,17 @@ def study_params(cfg: StudyConfig) -> dict[str, Any]:
             "space": json.dumps(cfg.space), "constraint_handler": cfg.settings.constraint_handler,
             **({"context": json.dumps(cfg.context)} if cfg.context is not None else {}),
             **({"warm_start": json.dumps(list(cfg.warm_start))} if cfg.warm_start else {})}
+
+
+def browse_text(uri: str, experiment_id: str | None) -> str:
+    """How to look at the study in the MLflow UI: the command (a local store) and the link to
+    the experiment's runs table (MLflow 3 opens an experiment on its GenAI view otherwise)."""
+    view = "" if experiment_id is None else (
+        f"#/experiments/{experiment_id}/runs?workflowType=machine_learning")
+    if uri.startswith(("http://", "https://")):
+        return f"browse at {uri.rstrip('/')}/{view}"
+    return (f"browse with `mlflow ui --backend-store-uri {uri}`" +
+            (f", then open http://127.0.0.1:5000/{view}" if view else ""))
 
 
 def log_budget(tracker: Tracker, cfg: StudyConfig) -> None:

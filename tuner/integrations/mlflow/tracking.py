@@ -123,6 +123,11 @@ class StudyTracker:
         return self.parents[self._key]["run_id"] or PENDING + self._key
 
     @property
+    def experiment_id(self) -> str | None:
+        """The MLflow experiment's id (None while the parent run is not created)."""
+        return None if self._key is None else self.parents[self._key].get("experiment_id")
+
+    @property
     def rejected(self) -> int:
         """Operations MLflow refused in this tracker (kept in ``mlflow_rejected.jsonl``)."""
         return self.spool.rejected

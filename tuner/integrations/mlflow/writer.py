@@ -81,6 +81,14 @@ class TrackerProcess:
             return None
 
     @property
+    def experiment_id(self) -> str | None:
+        """The experiment's id (``StudyTracker.experiment_id``); None if the writer is gone."""
+        try:
+            return self._call("experiment_id")
+        except WriterGone:
+            return None
+
+    @property
     def behind(self) -> int:
         """Logging calls sent that the child has not done yet."""
         return len(self._unacked)
@@ -264,8 +272,8 @@ def serve(requests: BinaryIO, replies: BinaryIO) -> None:
         try:
             if method == "__init__":
                 tracker, value = StudyTracker(*args, **kwargs), None
-            elif method == "run_id":
-                value = tracker.run_id
+            elif method in ("run_id", "experiment_id"):
+                value = getattr(tracker, method)
             else:
                 value = getattr(tracker, method)(*args, **kwargs)
             send(("reply", seq, value, None))
