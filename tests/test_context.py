@@ -132,3 +132,44 @@ def test_the_product_kernel_of_two_se_kernels_is_the_se_kernel_on_the_joint_inpu
     se = SquaredExponential()
     joint = se(np.hstack([X, Zs]), np.hstack([X, Zs]), 2.0, np.concatenate([lx, lz]))
     assert np.allclose(joint, se(X, X, 2.0, lx) * se(Zs, Zs, 1.0, lz))
+
+
+# --- the shared-context kernel (context_kernel: shared) -------------------------------------------
+
+def test_the_shared_context_kernel_has_the_gradient_of_its_likelihood():
+    from tuner.core.gp import negative_log_marginal_likelihood, pairwise_sqdiff
+    from tuner.core.kernels import make_kernel
+
+    rng = np.random.default_rng(0)
+    X = rng.random((20, 4))
+    y = np.sin(3 * X[:, 0]) + 0.3 * X[:, 3]
+    S, ctx = pairwise_sqdiff(X), np.array([False, False, True, True])
+    for name in ("se", "matern52"):
+        kernel = make_kernel(name, n_context=2)
+        theta = np.array([0.1, -0.5, 0.2, -1.0, 0.3, 0.4, -3.0])   # log a, log l (4), logit w, log noise
+        _, grad = negative_log_marginal_likelihood(theta, kernel, S, y, ctx)
+        step = np.eye(len(theta)) * 1e-6
+        numeric = [(negative_log_marginal_likelihood(theta + e, kernel, S, y, ctx)[0]
+                    - negative_log_marginal_likelihood(theta - e, kernel, S, y, ctx)[0]) / 2e-6
+                   for e in step]
+        np.testing.assert_allclose(grad, numeric, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("moves, share", [(False, (0.9, 1.0)), (True, (0.0, 0.5))])
+def test_the_shared_part_is_large_when_the_contexts_share_their_optimum(moves, share):
+    """w (the part every context shares) is fit by the evidence: near 1 when g does not depend
+    on the context, small when the optimum moves with it; the choice still follows the context."""
+    opt = Optimizer(LINE, context_space=Z, seed=0, objective_bounds=(-1, 0), clock=SimClock(),
+                    context_kernel="shared", refit_every=5)
+    rng = np.random.default_rng(0)
+    for _ in range(40):
+        z = float(rng.choice([0.2, 0.8]))
+        s = opt.suggest(context={"z": z})
+        opt.tell(s.trial_id, g(s.config["x"], z if moves else 0.5))
+    w = opt.objective.gp_all.hyper.share
+    assert share[0] <= w <= share[1], w
+    if moves:
+        assert abs(opt.suggest(context={"z": 0.8}).config["x"] - 0.8) < 0.1
+    again = Optimizer.from_state(opt.state_dict(), clock=SimClock())
+    assert again.objective.gp_all.hyper.share == w
+    assert again.suggest(context={"z": 0.2}).config == opt.suggest(context={"z": 0.2}).config

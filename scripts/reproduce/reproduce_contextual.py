@@ -16,6 +16,8 @@ Methods (paper-exact settings, ``tuner.PAPER_EXACT``, m = 6, nu_t over the windo
   gp-ucb-sdf / gp-ts-sdf      one GP on the configuration, the context ignored
   restart-ucb / restart-ts    a fresh GP-UCB-SDF / GP-TS-SDF for each dataset (results of the
                               previous dataset's pending queries are dropped)
+  cgp-ucb-shared / -ts-shared the contextual GP with the shared-context kernel
+                              k_x (w + (1 - w) k_z) (``context_kernel: shared``; not by default)
 Candidate sets are cut to 256 Sobol points + 32 local ones for every method (the same code
 paths; Thompson draws on 1 152 candidates at n = 600 would take a minute per run).
 
@@ -58,8 +60,11 @@ METHODS = {"cgp-ucb-sdf": ("gp-ucb-sdf", "context"), "gp-ucb-sdf": ("gp-ucb-sdf"
            "gp-ts-sdf": ("gp-ts-sdf", "ignore"), "restart-ts": ("gp-ts-sdf", "restart"),
            # peers: a new Optuna study per task, warm-started with add_trials of every result of
            # the earlier tasks (what Optuna's users do); not in the default --methods
-           "optuna-tpe-warm": ("tpe", "optuna"), "optuna-gp-warm": ("gp", "optuna")}
-PAPER_METHODS = [m for m in METHODS if not m.startswith("optuna")]
+           "optuna-tpe-warm": ("tpe", "optuna"), "optuna-gp-warm": ("gp", "optuna"),
+           # the shared-context kernel k_x (w + (1 - w) k_z) (``context_kernel: shared``)
+           "cgp-ucb-shared": ("gp-ucb-sdf", "context-shared"),
+           "cgp-ts-shared": ("gp-ts-sdf", "context-shared")}
+PAPER_METHODS = [m for m in METHODS if not m.startswith("optuna") and not m.endswith("shared")]
 SETTINGS = {**PAPER_EXACT, "window": float(WINDOW), "nu_terms": "window", "beta": 1.0,
             "objective_bounds": (0.0, 1.0), "n_candidates": 256, "n_local": 32}
 # --defaults: the product's default settings instead (soft censoring, the lengthscale prior...)
@@ -191,7 +196,7 @@ def one_run(job: tuple[str, int, bool, str]) -> tuple[str, int, np.ndarray, floa
             history.append((item[4], item[2]))
             if item[3] == epoch:                         # a restarted GP never sees the old ones
                 opt.tell(item[1], item[2])
-        s = opt.suggest(context=tasks.contexts[k]) if kind == "context" else opt.suggest()
+        s = opt.suggest(context=tasks.contexts[k]) if kind.startswith("context") else opt.suggest()
         observed, true = tasks.value(k, s.config, rng)
         regret[t] = tasks.best[k] - true
         pending.append((t + int(delays[t]), s.trial_id, observed, epoch, dict(s.config)))
@@ -230,9 +235,10 @@ class OptunaWarm:
 
 
 def _make(tasks: Tasks, algorithm: str, kind: str, seed: int, product: bool) -> Optimizer:
+    shared = {"context_kernel": "shared"} if kind == "context-shared" else {}
     return Optimizer(tasks.space, algorithm=algorithm, seed=seed, clock=SimClock(),
-                     context_space=tasks.context_space if kind == "context" else None,
-                     **(PRODUCT if product else SETTINGS))
+                     context_space=tasks.context_space if kind.startswith("context") else None,
+                     **(PRODUCT if product else SETTINGS), **shared)
 
 
 def main() -> None:

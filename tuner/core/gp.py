@@ -51,21 +51,24 @@ def blas_threads(fn: _F) -> _F:
 
 @dataclass
 class Hyperparameters:
-    """Kernel amplitude a, ARD lengthscales l and noise (regularization) lambda."""
+    """Kernel amplitude a, ARD lengthscales l and noise (regularization) lambda; ``share``: the
+    weight of the part shared by every context (``Kernel``; None without it)."""
 
     amplitude: float
     lengthscales: np.ndarray
     noise: float
+    share: float | None = None
 
     def to_dict(self) -> dict:
         return {"amplitude": float(self.amplitude),
                 "lengthscales": [float(v) for v in self.lengthscales],
-                "noise": float(self.noise)}
+                "noise": float(self.noise),
+                **({"share": float(self.share)} if self.share is not None else {})}
 
     @classmethod
     def from_dict(cls, d: dict) -> "Hyperparameters":
         return cls(float(d["amplitude"]), np.asarray(d["lengthscales"], dtype=float),
-                   float(d["noise"]))
+                   float(d["noise"]), None if d.get("share") is None else float(d["share"]))
 
 
 @dataclass
@@ -166,7 +169,7 @@ class GaussianProcess:
             self._VD[: self.n] = self.solve(self.k(self.anchor, self.X).T)
 
     def k(self, A: np.ndarray, B: np.ndarray) -> np.ndarray:
-        return self.kernel(A, B, self.hyper.amplitude, self.hyper.lengthscales)
+        return self.kernel(A, B, self.hyper.amplitude, self.hyper.lengthscales, self.hyper.share)
 
     def _reserve(self, n: int) -> None:
         cap = self._X.shape[0]
@@ -455,6 +458,9 @@ def _whitened_cross(gp: GaussianProcess, U: np.ndarray) -> np.ndarray:
     return gp.solve(gp.k(U, gp.X).T)      # k(X, U) in Fortran order: LAPACK needs no copy
 
 
+SHARE_LOGIT = (-6.0, 6.0)     # the box of logit w (the shared-context kernel): w in [0.0025, 0.9975]
+
+
 def pairwise_sqdiff(X: np.ndarray) -> np.ndarray:
     """S[j] = (x_j - x'_j)^2 for every pair of rows, flattened to shape (d, n * n)."""
     n, d = X.shape
@@ -462,8 +468,11 @@ def pairwise_sqdiff(X: np.ndarray) -> np.ndarray:
 
 
 def negative_log_marginal_likelihood(theta: np.ndarray, kernel: Kernel, S: np.ndarray,
-                                     y: np.ndarray) -> tuple[float, np.ndarray]:
-    """-log p(y | X, theta) and its gradient, theta = (log a, log l_1..l_d, log lambda).
+                                     y: np.ndarray, context: np.ndarray | None = None
+                                     ) -> tuple[float, np.ndarray]:
+    """-log p(y | X, theta) and its gradient, theta = (log a, log l_1..l_d, log lambda), or
+    with ``context`` (a mask of the rows of S that are context columns) theta = (log a, log l,
+    logit w, log lambda) for the kernel a (w rho(r_x) + (1 - w) rho(r)) (``Kernel``).
 
     Rasmussen & Williams (2006) eqs. 2.30 and 5.9; ``S = pairwise_sqdiff(X)``.  Every matrix
     in the gradient is symmetric, so W = alpha alpha^T - K^{-1} is formed from the lower triangle
@@ -474,6 +483,8 @@ def negative_log_marginal_likelihood(theta: np.ndarray, kernel: Kernel, S: np.nd
     inv_l2 = 1.0 / ls ** 2
     r2 = (inv_l2 @ S).reshape(n, n)
     rho, drho = kernel.rho_and_drho(r2)
+    if context is not None:
+        return _shared_nll(theta, kernel, S, y, context, a, inv_l2, lam, rho, drho)
     K = a * rho
     K.flat[:: n + 1] += lam
     L, info = lapack.dpotrf(K, lower=1)
@@ -491,6 +502,36 @@ def negative_log_marginal_likelihood(theta: np.ndarray, kernel: Kernel, S: np.nd
     W *= drho
     W *= a
     grad[1:1 + d] = -0.5 * (S @ W.ravel()) * inv_l2
+    grad[-1] = -0.5 * lam * trace_w
+    return float(nll), grad
+
+
+def _shared_nll(theta: np.ndarray, kernel: Kernel, S: np.ndarray, y: np.ndarray,
+                context: np.ndarray, a: float, inv_l2: np.ndarray, lam: float, rho: np.ndarray,
+                drho: np.ndarray) -> tuple[float, np.ndarray]:
+    """``negative_log_marginal_likelihood`` of the shared-context kernel (its docstring)."""
+    d, n = S.shape[0], len(y)
+    w = 1.0 / (1.0 + np.exp(-theta[1 + d]))
+    x = ~context
+    rho_x, drho_x = kernel.rho_and_drho((inv_l2[x] @ S[x]).reshape(n, n))
+    K = a * (w * rho_x + (1.0 - w) * rho)
+    K.flat[:: n + 1] += lam
+    L, info = lapack.dpotrf(K, lower=1)
+    if info != 0:
+        return 1e25, np.zeros_like(theta)
+    alpha = cho_solve((L, True), y, check_finite=False)
+    nll = 0.5 * y @ alpha + np.log(np.diag(L)).sum() + 0.5 * n * np.log(2 * np.pi)
+    Kinv, _ = lapack.dpotri(L, lower=1)
+    W = np.outer(alpha, alpha)
+    W -= Kinv
+    W *= _lower_weights(n)
+    trace_w = float(np.trace(W))
+    grad = np.empty_like(theta)
+    grad[0] = -0.5 * (float(np.sum(W * K)) - lam * trace_w)
+    grad[1 + d] = -0.5 * a * w * (1.0 - w) * float(np.sum(W * (rho_x - rho)))
+    gl = S @ (W * drho).ravel() * ((1.0 - w) * a)
+    gl[x] += S[x] @ (W * drho_x).ravel() * (w * a)
+    grad[1:1 + d] = -0.5 * gl * inv_l2
     grad[-1] = -0.5 * lam * trace_w
     return float(nll), grad
 
@@ -516,8 +557,8 @@ def lengthscale_log_prior(theta: np.ndarray, d: int) -> tuple[float, np.ndarray]
 
 
 def _posterior_objective(theta: np.ndarray, kernel: Kernel, S: np.ndarray, y: np.ndarray,
-                         prior: bool) -> tuple[float, np.ndarray]:
-    nll, grad = negative_log_marginal_likelihood(theta, kernel, S, y)
+                         prior: bool, context: np.ndarray | None = None) -> tuple[float, np.ndarray]:
+    nll, grad = negative_log_marginal_likelihood(theta, kernel, S, y, context)
     if not prior or nll >= 1e25:
         return nll, grad
     p, pg = lengthscale_log_prior(theta, S.shape[0])
@@ -556,15 +597,27 @@ def fit_and_score(kernel: Kernel, X: np.ndarray, y: np.ndarray, start: Hyperpara
         ls0 = (G @ ls0) / G.sum(axis=1)
     d = S.shape[0]
     box = bounds.log_box(d)
+    # the shared-context kernel (``Kernel``): logit w after the lengthscales
+    context = None
+    share0: list[float] = []
+    if kernel.n_context and start.share is not None:
+        cols = np.zeros(X.shape[1], dtype=bool)
+        cols[-kernel.n_context:] = True
+        context = cols if groups is None else np.isin(np.arange(d), groups[cols])
+        w0 = min(max(start.share, 1e-3), 1 - 1e-3)
+        share0 = [float(np.log(w0 / (1 - w0)))]
+        box = box[:-1] + [SHARE_LOGIT] + box[-1:]
     lo, hi = np.array([b[0] for b in box]), np.array([b[1] for b in box])
-    theta0 = np.clip(np.concatenate([[np.log(start.amplitude)], ls0, [np.log(start.noise)]]), lo, hi)
+    theta0 = np.clip(np.concatenate([[np.log(start.amplitude)], ls0, share0, [np.log(start.noise)]]),
+                     lo, hi)
     starts = [theta0] + [lo + rng.random(len(lo)) * (hi - lo) for _ in range(n_restarts)]
     best_theta, best_val = theta0, np.inf
     for th in starts:
-        res = minimize(_posterior_objective, th, args=(kernel, S, y, lengthscale_prior), jac=True,
-                       method="L-BFGS-B", bounds=box, options={"maxiter": 200})
+        res = minimize(_posterior_objective, th, args=(kernel, S, y, lengthscale_prior, context),
+                       jac=True, method="L-BFGS-B", bounds=box, options={"maxiter": 200})
         if np.isfinite(res.fun) and res.fun < best_val:
             best_theta, best_val = res.x, res.fun
     ls = np.exp(best_theta[1:1 + d])
+    share = None if context is None else float(1.0 / (1.0 + np.exp(-best_theta[1 + d])))
     return Hyperparameters(float(np.exp(best_theta[0])), ls if groups is None else ls[groups],
-                           float(np.exp(best_theta[-1]))), float(best_val)
+                           float(np.exp(best_theta[-1])), share), float(best_val)

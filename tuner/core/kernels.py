@@ -24,9 +24,17 @@ def scaled_sqdist(X1: np.ndarray, X2: np.ndarray, lengthscales: np.ndarray) -> n
 
 
 class Kernel:
-    """Base class of stationary ARD kernels (amplitude times a correlation function)."""
+    """Base class of stationary ARD kernels (amplitude times a correlation function).
+
+    With ``n_context`` > 0 the last ``n_context`` input columns are a context (paper 001 §5) and
+    a ``share`` w in [0, 1] mixes in the kernel without them: k = a (w rho(r_x) + (1 - w) rho(r)),
+    r_x the distance over the configuration's columns alone.  For the SE kernel this is
+    k_x (w + (1 - w) k_z): a part shared by every context and a context-specific part
+    (``Settings.context_kernel: shared``; w = 0 is the paper's product kernel).
+    """
 
     name = "kernel"
+    n_context = 0
 
     def rho(self, r2: np.ndarray) -> np.ndarray:
         raise NotImplementedError
@@ -39,8 +47,12 @@ class Kernel:
         return self.rho(r2), self.drho(r2)
 
     def __call__(self, X1: np.ndarray, X2: np.ndarray, amplitude: float,
-                 lengthscales: np.ndarray) -> np.ndarray:
+                 lengthscales: np.ndarray, share: float | None = None) -> np.ndarray:
         K = self.rho(scaled_sqdist(X1, X2, lengthscales))
+        if share is not None and self.n_context:
+            c = -self.n_context
+            K *= 1.0 - share
+            K += share * self.rho(scaled_sqdist(X1[:, :c], X2[:, :c], lengthscales[:c]))
         K *= amplitude
         return K
 
@@ -87,7 +99,11 @@ class Matern52(Kernel):
 KERNELS: dict[str, type[Kernel]] = {"se": SquaredExponential, "matern52": Matern52}
 
 
-def make_kernel(name: str) -> Kernel:
+def make_kernel(name: str, n_context: int = 0) -> Kernel:
+    """The kernel ``name``; ``n_context``: its last input columns are a context whose part is
+    mixed with a shared one (``Kernel``)."""
     if name not in KERNELS:
         raise ValueError(f"kernel must be one of {sorted(KERNELS)} (got {name!r})")
-    return KERNELS[name]()
+    kernel = KERNELS[name]()
+    kernel.n_context = int(n_context)
+    return kernel

@@ -88,13 +88,17 @@ class Optimizer:
         self._changed: set[int] = set()   # trials changed since the last ``changed_trials``
         self._live: dict[int, Trial] = {}  # the running trials, in id order
         s = self.settings
-        hyper = Hyperparameters(s.amplitude, np.full(inputs.dim, s.lengthscale), s.noise)
+        # a context's part mixed with a part shared by every context (``Kernel``)
+        n_context = (self.contexts.space.dim if self.contexts is not None
+                     and s.context_kernel == "shared" else 0)
+        hyper = Hyperparameters(s.amplitude, np.full(inputs.dim, s.lengthscale), s.noise,
+                                0.5 if n_context else None)
         shared = s.categorical_lengthscale == "shared" and any(
             p.kind == "categorical" for p in inputs.params.values())
         groups = inputs.groups() if shared else None
 
         def model(name: str) -> CensoredModel:     # "auto": SE, or Matern-5/2 where the evidence says
-            kernels = [make_kernel(k) for k in (("se", "matern52") if name == "auto" else (name,))]
+            kernels = [make_kernel(k, n_context) for k in (("se", "matern52") if name == "auto" else (name,))]
             return CensoredModel(kernels[0], hyper, self.domain, groups=groups,
                                  alternatives=kernels[1:])
 

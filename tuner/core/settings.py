@@ -44,6 +44,8 @@ class Settings:
     kernel: str = "se"                 # se | matern52 | auto: at each fit, the one of higher evidence
     constraint_kernel: str = "same"    # the constraint GPs' kernel: "same" as the objective's, or one
     categorical_lengthscale: str = "shared"   # one per categorical (Hamming), or per choice
+    context_kernel: str = "product"    # with a context_space: k_x k_z (paper 001 §5), or "shared":
+                                       # k_x (w + (1 - w) k_z), w fit by the evidence
     amplitude: float = 1.0
     lengthscale: float = 0.2
     noise: float = 1e-3
@@ -128,7 +130,7 @@ PAPER_EXACT: dict[str, Any] = {
     "censoring": "hard", "delay_lambda_power": 0.0, "prior_mean": "zero", "kernel": "se",
     "n_initial": 1, "refit_every": 10, "refit_dense_until": 0, "lengthscale_prior": False,
     "constraint_handler": "rpol", "censor_at_partial": False, "discrete_search": "round",
-    "categorical_lengthscale": "per-choice", "budget_scale": "linear",
+    "categorical_lengthscale": "per-choice", "budget_scale": "linear", "context_kernel": "product",
 }
 
 
@@ -161,6 +163,7 @@ SETTINGS_FIELDS: dict[str, Field] = {
     "fit_restarts": Field((int,), minimum=0),
     "n_initial": Field((int,), words=("auto",), minimum=0),
     "startup_until_result": Field((bool,)),
+    "context_kernel": Field((str,), choices=("product", "shared")),
     "n_candidates": Field((int,), minimum=1),
     "n_local": Field((int,), minimum=0),
     "n_starts": Field((int,), minimum=0),
