@@ -483,9 +483,12 @@ def negative_log_marginal_likelihood(theta: np.ndarray, kernel: Kernel, S: np.nd
     inv_l2 = 1.0 / ls ** 2
     r2 = (inv_l2 @ S).reshape(n, n)
     rho, drho = kernel.rho_and_drho(r2)
-    if context is not None:
-        return _shared_nll(theta, kernel, S, y, context, a, inv_l2, lam, rho, drho)
-    K = a * rho
+    if context is None:
+        K = a * rho
+    else:                       # the shared-context kernel: w over the configuration's columns
+        w, x = 1.0 / (1.0 + np.exp(-theta[1 + d])), ~context
+        rho_x, drho_x = kernel.rho_and_drho((inv_l2[x] @ S[x]).reshape(n, n))
+        K = a * (w * rho_x + (1.0 - w) * rho)
     K.flat[:: n + 1] += lam
     L, info = lapack.dpotrf(K, lower=1)
     if info != 0:
@@ -499,40 +502,16 @@ def negative_log_marginal_likelihood(theta: np.ndarray, kernel: Kernel, S: np.nd
     trace_w = float(np.trace(W))
     grad = np.empty_like(theta)
     grad[0] = -0.5 * (float(np.sum(W * K)) - lam * trace_w)     # K = K_f + lambda I
-    W *= drho
-    W *= a
-    grad[1:1 + d] = -0.5 * (S @ W.ravel()) * inv_l2
     grad[-1] = -0.5 * lam * trace_w
-    return float(nll), grad
-
-
-def _shared_nll(theta: np.ndarray, kernel: Kernel, S: np.ndarray, y: np.ndarray,
-                context: np.ndarray, a: float, inv_l2: np.ndarray, lam: float, rho: np.ndarray,
-                drho: np.ndarray) -> tuple[float, np.ndarray]:
-    """``negative_log_marginal_likelihood`` of the shared-context kernel (its docstring)."""
-    d, n = S.shape[0], len(y)
-    w = 1.0 / (1.0 + np.exp(-theta[1 + d]))
-    x = ~context
-    rho_x, drho_x = kernel.rho_and_drho((inv_l2[x] @ S[x]).reshape(n, n))
-    K = a * (w * rho_x + (1.0 - w) * rho)
-    K.flat[:: n + 1] += lam
-    L, info = lapack.dpotrf(K, lower=1)
-    if info != 0:
-        return 1e25, np.zeros_like(theta)
-    alpha = cho_solve((L, True), y, check_finite=False)
-    nll = 0.5 * y @ alpha + np.log(np.diag(L)).sum() + 0.5 * n * np.log(2 * np.pi)
-    Kinv, _ = lapack.dpotri(L, lower=1)
-    W = np.outer(alpha, alpha)
-    W -= Kinv
-    W *= _lower_weights(n)
-    trace_w = float(np.trace(W))
-    grad = np.empty_like(theta)
-    grad[0] = -0.5 * (float(np.sum(W * K)) - lam * trace_w)
+    if context is None:
+        W *= drho
+        W *= a
+        grad[1:1 + d] = -0.5 * (S @ W.ravel()) * inv_l2
+        return float(nll), grad
     grad[1 + d] = -0.5 * a * w * (1.0 - w) * float(np.sum(W * (rho_x - rho)))
     gl = S @ (W * drho).ravel() * ((1.0 - w) * a)
     gl[x] += S[x] @ (W * drho_x).ravel() * (w * a)
     grad[1:1 + d] = -0.5 * gl * inv_l2
-    grad[-1] = -0.5 * lam * trace_w
     return float(nll), grad
 
 
