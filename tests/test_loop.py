@@ -325,8 +325,9 @@ def test_a_trial_stopped_while_importing_leaves_no_half_imported_worker(ray_sess
     task = ray_session.remote(num_cpus=2, max_retries=0)(execute_trial)   # one at a time
     ray_session.get(task.remote(sleeper, {"x": 0.0}, {}, 0))   # a warm worker, the one reused
     backend = RayBackend(task, importer, {}, seed=0)
+    # stopped at 6 s, inside the 10 s import; the next trials have 6 s for a fresh worker
     opt = Optimizer(LINE, algorithm="random", seed=0, clock=backend.clock,
-                    constraints=[{**BUDGET, "limit": 2.0}], stop_margin=0.5, objective_bounds=(0, 1))
+                    constraints=[{**BUDGET, "limit": 4.0}], stop_margin=0.5, objective_bounds=(0, 1))
     opt.suggest = _fixed(opt.suggest, iter([{"x": 0.1}, {"x": 0.2}, {"x": 0.3}]))
     rec = Recorder()
     assert StudyLoop(opt, backend, Limits(3, slots=1), metric="score", callbacks=[rec]).run()

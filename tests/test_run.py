@@ -324,7 +324,7 @@ def test_a_failed_start_leaves_no_running_parent_and_the_next_start_adopts_it(tm
     path = config_file(tmp_path, cfg)
     p = cli("run", str(path), cwd=tmp_path)
     out = p.communicate(timeout=300)[0]
-    assert p.returncode == 2 and "budget.reference" in out, out
+    assert p.returncode == 2 and "your trainable synthetic raised in the study's first run" in out, out
     parent, _ = child_runs(uri, "adopt")
     assert parent.info.status == "FAILED"
 
