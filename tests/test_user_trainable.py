@@ -3,6 +3,7 @@ subprocess, the module imported from the directory the user runs in) and `tuner.
 from Python (the session's Ray, real MLflow); config errors that name the field."""
 
 import json
+import math
 import subprocess
 import sys
 import textwrap
@@ -212,22 +213,30 @@ import math
 def typo(config):
     lr = config["lrr"]                       # line 6: the space says "x"
     return {"score": lr}
-
-
-def nan(config):
-    return {"score": math.nan}
 '''
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("function, words", [
-    ("typo", ["raised in the study's first run", "KeyError: 'lrr'", "ref.py:6 in typo",
-              'lr = config["lrr"]', "Fix the function"]),
-    ("nan", ["returned score = nan in the study's first run", "a study needs a finite score"]),
-])
-def test_a_function_that_fails_its_reference_run_is_reported_as_the_function_failing(
-        tmp_path, function, words):
-    _, last = _run_failing(tmp_path, "ref", REFERENCE_MODULE, function, budget={"limit": "1.5x"},
+def test_a_function_that_fails_its_reference_run_is_reported_as_the_function_failing(tmp_path):
+    _, last = _run_failing(tmp_path, "ref", REFERENCE_MODULE, "typo", budget={"limit": "1.5x"},
                            run={"trials": 4, "max_concurrent": 1})
-    assert last.startswith(f"tuner: your trainable ref:{function} ") and all(w in last for w in words), last
+    words = ["raised in the study's first run", "KeyError: 'lrr'", "ref.py:6 in typo",
+             'lr = config["lrr"]', "Fix the function"]
+    assert last.startswith("tuner: your trainable ref:typo ") and all(w in last for w in words), last
     assert "budget.limit in seconds" not in last and "configuration error" not in last
+
+
+@pytest.mark.parametrize("metrics, words", [
+    ({"score": math.nan, "runtime": 1e-5}, "returned score = nan in the study's first run"),
+    ({"loss": 0.1}, "returned no 'score' (it returned ['loss'])"),
+])
+def test_a_reference_run_without_a_finite_objective_sets_no_budget(metrics, words):
+    """A reference run that did not train (NaN, or not the objective) would set a budget of
+    microseconds: refused, naming the function."""
+    from tuner.study.budget import _check_reference
+    from tuner.study.executor import TrainableFailed
+
+    cfg = load_study(user_study(trainable=fit, budget={"limit": "1.5x"}))
+    with pytest.raises(TrainableFailed) as err:
+        _check_reference(cfg, {"x": 0.5, "depth": 2}, {"metrics": metrics})
+    assert words in str(err.value) and "a study needs a finite score" in str(err.value)

@@ -124,8 +124,8 @@ def importance(done: Sequence[Row], sp: SearchSpace, metric: str, seed: int = 0)
 
     X = np.array([[_position(sp, n, r[n]) for n in sp.names] for r in done])
     y = np.array([float(r[metric]) for r in done])
-    forest = RandomForestRegressor(n_estimators=200, min_samples_leaf=2, random_state=seed).fit(X, y)
-    imp = permutation_importance(forest, X, y, n_repeats=10, random_state=seed).importances_mean
+    forest = RandomForestRegressor(n_estimators=64, min_samples_leaf=2, random_state=seed).fit(X, y)
+    imp = permutation_importance(forest, X, y, n_repeats=5, random_state=seed).importances_mean
     imp = np.clip(imp, 0.0, None)
     total = imp.sum()
     return {n: float(v / total) if total > 0 else 0.0 for n, v in zip(sp.names, imp)}
