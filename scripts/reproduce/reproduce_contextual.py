@@ -17,7 +17,8 @@ Methods (paper-exact settings, ``tuner.PAPER_EXACT``, m = 6, nu_t over the windo
   restart-ucb / restart-ts    a fresh GP-UCB-SDF / GP-TS-SDF for each dataset (results of the
                               previous dataset's pending queries are dropped)
   cgp-ucb-shared / -ts-shared the contextual GP with the shared-context kernel
-                              k_x (w + (1 - w) k_z) (``context_kernel: shared``; not by default)
+                              k_x (w + (1 - w) k_z) (``context_kernel: shared``, the product's
+                              default; cgp-*-sdf keep the paper's product kernel)
 Candidate sets are cut to 256 Sobol points + 32 local ones for every method (the same code
 paths; Thompson draws on 1 152 candidates at n = 600 would take a minute per run).
 
@@ -235,10 +236,11 @@ class OptunaWarm:
 
 
 def _make(tasks: Tasks, algorithm: str, kind: str, seed: int, product: bool) -> Optimizer:
-    shared = {"context_kernel": "shared"} if kind == "context-shared" else {}
+    settings = {**(PRODUCT if product else SETTINGS),      # cgp-*-sdf: the paper's product kernel
+                "context_kernel": "shared" if kind == "context-shared" else "product"}
     return Optimizer(tasks.space, algorithm=algorithm, seed=seed, clock=SimClock(),
                      context_space=tasks.context_space if kind.startswith("context") else None,
-                     **(PRODUCT if product else SETTINGS), **shared)
+                     **settings)
 
 
 def main() -> None:
