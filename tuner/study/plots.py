@@ -156,9 +156,9 @@ def _runtime_plot(records: Sequence[TrialRecord], path: Path, runtime_metric: st
     return _save(fig, path)
 
 
-def _save(fig: plt.Figure, path: Path) -> Path:
+def _save(fig: plt.Figure, path: Path, legend: bool = True) -> Path:
     for ax in fig.axes:
-        if ax.get_legend_handles_labels()[0]:
+        if legend and ax.get_legend_handles_labels()[0]:
             ax.legend(loc="best", fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)

@@ -77,8 +77,8 @@ def slice_plot(done: Sequence[Row], sp: SearchSpace, metric: str, path: Path) ->
                 continue
             xs = [_position(sp, name, r[name]) * (len(p.choices) - 1) if p.kind == "categorical"
                   else float(r[name]) for r in pts]
-            ax.scatter(xs, [r[metric] for r in pts], s=16, label="over budget" if over else "trial",
-                       **style)
+            label = None if ax is not axes.flat[0] else "over budget" if over else "trial"
+            ax.scatter(xs, [r[metric] for r in pts], s=16, label=label, **style)   # one legend
         if p.kind == "categorical":
             ax.set_xticks(range(len(p.choices)), [str(c) for c in p.choices], fontsize=7)
         elif getattr(p, "log", False):
@@ -191,4 +191,5 @@ def timeline_plot(rows: Sequence[Row], path: Path, budget: float | None = None) 
     ax.invert_yaxis()
     title = f"trials on workers: {len(rows)} trials on {len(keys)} slots"
     ax.set_title(title + ("" if budget is None else f", budget {budget:.3g} s per trial"))
-    return _save(fig, path)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)   # beside the bars
+    return _save(fig, path, legend=False)
