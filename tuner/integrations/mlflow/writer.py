@@ -12,7 +12,9 @@ transactions), and a thread in the driver competes with the loop for the GIL.
 * the child's log records are handed to the driver's loggers, so warnings look the same.
 
 The child runs at a lower priority (``nice``), so it uses the CPU the trials and the loop leave,
-and catches up when they wait.  Nothing is lost when either side dies: the study state holds
+and catches up when they wait; it lowers its priority only once the parent run has started,
+because the study waits for that (MLflow's first start creates its sqlite tables: about 5 s
+of CPU, which a niced process did not get for minutes beside CPU-bound jobs).  Nothing is lost when either side dies: the study state holds
 every result, and a resumed study logs what MLflow lacks (``StudyRunner._log_unlogged``; the
 tracker's own spool covers an unreachable MLflow).  A child whose driver died stops after the
 operation at hand, so it cannot race the tracker of a resumed study.
@@ -38,6 +40,7 @@ from tuner.study.record import TrialRecord
 log = logging.getLogger(__name__)
 
 WRITER_NICE = 10          # the child's niceness increment
+IDLE_EXIT = 3.0           # seconds a child with nothing left to do is given to exit
 WAIT_POLL = 0.5           # seconds between checks that the child is alive while waiting
 
 
@@ -132,12 +135,19 @@ class TrackerProcess:
         self._send("log_artifacts", [str(p) for p in paths])
 
     def close(self, timeout: float = 30.0) -> None:
-        """End the child once it has done everything sent (killed after ``timeout`` s)."""
+        """End the child once it has done everything sent (killed after ``timeout`` s).  With
+        every call done (each one's transaction committed), only the child's interpreter
+        teardown is left, which a niced child beside CPU-bound jobs may take long over: it is
+        given a few seconds and then ended quietly."""
+        with self._lock:
+            idle = not self._unacked and not self._waiting
         self._outbox.put(None)
+        wait = min(timeout, IDLE_EXIT) if idle else timeout
         try:
-            self._proc.wait(timeout)
+            self._proc.wait(wait)
         except subprocess.TimeoutExpired:
-            log.warning("MLflow writer process did not exit within %g s; killing it", timeout)
+            if not idle:
+                log.warning("MLflow writer process did not exit within %g s; killing it", wait)
             self._proc.kill()
             self._proc.wait()
 
@@ -238,9 +248,10 @@ def _picklable(exc: BaseException) -> BaseException:
         return RuntimeError(f"{type(exc).__name__}: {exc}")
 
 
-def serve(requests: BinaryIO, replies: BinaryIO) -> None:
+def serve(requests: BinaryIO, replies: BinaryIO, nice: int = 0) -> None:
     """Do the calls read from ``requests`` in order, answering each on ``replies``; return at
-    the end of ``requests`` or when the driver that started this process is gone."""
+    the end of ``requests`` or when the driver that started this process is gone.  ``nice``:
+    the niceness taken once the parent run has started (module docstring)."""
     from tuner.integrations.mlflow.tracking import StudyTracker
 
     driver = os.getppid()
@@ -279,14 +290,15 @@ def serve(requests: BinaryIO, replies: BinaryIO) -> None:
             send(("reply", seq, value, None))
         except Exception as exc:  # noqa: BLE001 - handed to the driver
             send(("reply", seq, None, _picklable(exc)))
+        if method == "start" and nice:
+            os.nice(nice)
+            nice = 0
 
 
 def main(argv: list[str]) -> None:
     reply_fd, nice = int(argv[0]), int(argv[1])
-    if nice:
-        os.nice(nice)
     with os.fdopen(reply_fd, "wb") as replies:
-        serve(sys.stdin.buffer, replies)
+        serve(sys.stdin.buffer, replies, nice)
 
 
 if __name__ == "__main__":
