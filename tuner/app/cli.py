@@ -76,7 +76,7 @@ def _studies(args: argparse.Namespace) -> int:
                   studies.show_text(args.output, args.study, None if args.all else 10))
         else:
             folder = studies.find(args.output, args.study)
-            print(studies.best_text(args.output, args.study, args.json))
+            print(studies.best_text(folder, args.json))
             if folder.best() is None:
                 return 1                       # nothing to use: scripts must not go on
     except studies.StudyNotFound as exc:

@@ -151,7 +151,7 @@ def show_text(output: str | Path, name: str, top: int | None = 10) -> str:
         others = not_finished(f.rows)
         if others:
             lines += ["", others]
-    lines += ["", _best_text(f)]
+    lines += ["", best_text(f)]
     return "\n".join(lines)
 
 
@@ -173,11 +173,7 @@ def csv_text(output: str | Path, name: str) -> str:
     return path.read_text().rstrip("\n") if path.exists() else ""
 
 
-def best_text(output: str | Path, name: str, as_json: bool = False) -> str:
-    return _best_text(find(output, name), as_json)
-
-
-def _best_text(f: Folder, as_json: bool = False) -> str:
+def best_text(f: Folder, as_json: bool = False) -> str:
     b = f.best()
     if b is None:
         return f"study {f.path.name}: no trial finished yet"

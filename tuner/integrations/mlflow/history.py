@@ -17,13 +17,14 @@ from tuner.study.warm import Earlier
 from .values import mlflow_key
 
 log = logging.getLogger(__name__)
-PARENT_TAG = "mlflow.parentRunId"
 
 
 def read_study(name: str, cfg: StudyConfig) -> Earlier | None:
     """Study ``name`` from the MLflow store at ``cfg.mlflow.tracking_uri`` (its experiment is
     ``cfg.mlflow.experiment`` if set, else ``name``); None if it has no parent run there."""
-    from mlflow.tracking import MlflowClient
+    from mlflow.tracking import MlflowClient   # MLflow enters the driver only here
+
+    from .operations import PARENT_TAG, search_all
 
     client = MlflowClient(cfg.mlflow.tracking_uri)
     parent = None
@@ -31,7 +32,7 @@ def read_study(name: str, cfg: StudyConfig) -> Earlier | None:
         exp = client.get_experiment_by_name(experiment)
         if exp is None:
             continue
-        runs = [r for r in _search(client, exp.experiment_id, f"tags.study = '{name}'")
+        runs = [r for r in search_all(client, exp.experiment_id, f"tags.study = '{name}'")
                 if PARENT_TAG not in r.data.tags]
         if runs:
             parent = max(runs, key=lambda r: r.info.start_time or 0)
@@ -46,7 +47,7 @@ def read_study(name: str, cfg: StudyConfig) -> Earlier | None:
         log.warning("MLflow run %s of study %s: no readable space (%s)", parent.info.run_id, name, exc)
         return None
     trials = []
-    children = _search(client, parent.info.experiment_id,
+    children = search_all(client, parent.info.experiment_id,
                        f"tags.`{PARENT_TAG}` = '{parent.info.run_id}'")
     for run in sorted(children, key=lambda r: int(r.data.tags.get("trial_id", "0") or 0)):
         trial = _trial(run, space, p.get("objective", ""))
@@ -84,12 +85,3 @@ def _value(param: Any, text: str) -> Any:
         return None
     return int(round(number)) if param.kind == "int" else number
 
-
-def _search(client: Any, exp_id: str, filter_string: str) -> list[Any]:
-    runs, token = [], None
-    while True:
-        page = client.search_runs([exp_id], filter_string, max_results=1000, page_token=token)
-        runs.extend(page)
-        token = page.token
-        if not token:
-            return runs

@@ -38,6 +38,17 @@ def permanent(exc: BaseException) -> bool:
                                          and exc.error_code in PERMANENT_ERRORS)
 
 
+def search_all(client: MlflowClient, exp_id: str, filter_string: str) -> list[Any]:
+    """Every run of the experiment that matches, page by page."""
+    runs, token = [], None
+    while True:
+        page = client.search_runs([exp_id], filter_string, max_results=1000, page_token=token)
+        runs.extend(page)
+        token = page.token
+        if not token:
+            return runs
+
+
 class Operations:
     """Does operations against the MLflow at ``tracking_uri`` for the parents in ``parents``."""
 
@@ -193,14 +204,7 @@ class Operations:
         return self.children[parent_id]
 
     def _search(self, exp_id: str, filter_string: str) -> list[Any]:
-        runs, token = [], None
-        while True:
-            page = self._mlflow().search_runs([exp_id], filter_string, max_results=1000,
-                                              page_token=token)
-            runs.extend(page)
-            token = page.token
-            if not token:
-                return runs
+        return search_all(self._mlflow(), exp_id, filter_string)
 
     def _log_batch(self, run_id: str, metrics: list[Metric] = (), params: dict[str, str] | None = None,
                    tags: dict[str, str] | None = None) -> None:

@@ -78,16 +78,17 @@ class TrackerProcess:
     @property
     def run_id(self) -> str | None:
         """The parent run's id (``StudyTracker.run_id``); None if the writer is gone."""
-        try:
-            return self._call("run_id")
-        except WriterGone:
-            return None
+        return self._attribute("run_id")
 
     @property
     def experiment_id(self) -> str | None:
         """The experiment's id (``StudyTracker.experiment_id``); None if the writer is gone."""
+        return self._attribute("experiment_id")
+
+    def _attribute(self, name: str) -> Any:
+        """The child tracker's attribute ``name``; None if the writer is gone."""
         try:
-            return self._call("experiment_id")
+            return self._call(name)
         except WriterGone:
             return None
 

@@ -183,8 +183,7 @@ class RayBackend:
                           f"killed by Ray's memory monitor: {first_line(exc)}")
         except rex.RayError as exc:   # worker crashed, node died, object lost
             del self._running[ref]
-            return Result(tid, end, {}, Status.FAILED,
-                          f"worker or node lost ({type(exc).__name__}): {first_line(exc)}")
+            return Result(tid, end, {}, Status.FAILED, lost_text(exc))
         del self._running[ref]
         if "error" in out:
             return Result(tid, end, {}, Status.FAILED, out["error"])
@@ -231,6 +230,11 @@ def user_frame(text: str) -> str | None:
         return None
     path, line, fn, source = frames[-1].groups()
     return f"{path}:{line} in {fn}" + (f": {source.strip()}" if source else "")
+
+
+def lost_text(exc: BaseException) -> str:
+    """Why a task ended without its result: its worker or node was lost."""
+    return f"worker or node lost ({type(exc).__name__}): {first_line(exc)}"
 
 
 def first_line(exc: BaseException) -> str:

@@ -23,7 +23,7 @@ from tuner.study.config import ConfigError, StudyConfig
 from tuner.study.executor import RunFailed
 from tuner.study.progress import Progress
 
-from .backend import RayBackend, execute_steps, execute_trial, first_line, task_error
+from .backend import RayBackend, execute_steps, execute_trial, first_line, lost_text, task_error
 
 GATE_TIMEOUT = 120.0   # seconds a warm-up run waits for the other slots' runs
 
@@ -170,7 +170,7 @@ class RayExecutor:
             except rex.RayTaskError as exc:      # the trainable raised
                 raise RunFailed(task_error(exc), raised=True) from None
             except rex.RayError as exc:          # its worker or node was lost
-                raise RunFailed(f"worker or node lost ({type(exc).__name__}): {first_line(exc)}") from None
+                raise RunFailed(lost_text(exc)) from None
             yield out
 
     def backend(self, clock: Callable[[], float], grace: float,
