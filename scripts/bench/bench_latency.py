@@ -8,14 +8,20 @@ suggestion between refits, the mean the cost amortized over a refit cycle.
 Optuna's GPSampler refits on every call.  Ratios ours / Optuna come from the same run on the same
 machine; the load average is recorded with them (the machine is shared).
 
+Each (n, d) runs in a process of its own, so the peak resident memory (RSS) reported is that
+case's alone (numpy, scipy and the optimizer; torch too for GPSampler).
+
     python scripts/bench/bench_latency.py --out docs/results/latency
-    python scripts/bench/bench_latency.py --n 100 400 1000 2000 5000 --dims 3 8 --optuna-max-n 2000
+    python scripts/bench/bench_latency.py --n 400 2000 10000 30000 100000 --dims 3 8 --pending 8
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import resource
+import subprocess
 import platform
 import statistics
 import sys
@@ -92,6 +98,27 @@ def time_optuna(n: int, d: int, reps: int, seed: int) -> list[tuple[float, float
     return [step() for _ in range(reps)]
 
 
+def in_process(which: str, n: int, d: int, args: argparse.Namespace) -> tuple[list[tuple[float, float]], float]:
+    """Time one case in a fresh process: (times, peak RSS of that process in MB)."""
+    cmd = [sys.executable, __file__, "--one", which, str(n), str(d), "--seed", str(args.seed),
+           "--reps", str(args.reps), "--optuna-reps", str(args.optuna_reps), "--pending", str(args.pending)]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    res = json.loads(out.strip().splitlines()[-1])
+    return [tuple(t) for t in res["times"]], res["rss_mb"]
+
+
+def one(args: argparse.Namespace) -> None:
+    """The ``--one`` case: warm up on a small problem, time, print JSON."""
+    which, n, d = args.one[0], int(args.one[1]), int(args.one[2])
+    if which == "ours":
+        time_ours(20, 2, 1, args.seed)
+        times = time_ours(n, d, args.reps, args.seed, pending=args.pending)
+    else:
+        time_optuna(20, 2, 1, args.seed)
+        times = time_optuna(n, d, args.optuna_reps, args.seed)
+    print(json.dumps({"times": times, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+
+
 def summary(times: list[tuple[float, float]], prefix: str) -> dict[str, float]:
     nan = float("nan")
     wall = [1e3 * w for w, _ in times]
@@ -124,7 +151,8 @@ def side_by_side(args: argparse.Namespace, name: str, labels: tuple[str, str],
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--n", type=int, nargs="+", default=[100, 400, 1000, 2000, 5000])
+    ap.add_argument("--n", type=int, nargs="+", default=[100, 400, 1000, 2000, 5000, 10000, 30000, 100000])
+    ap.add_argument("--one", nargs=3, help=argparse.SUPPRESS)     # ours|optuna N D, in a child process
     ap.add_argument("--dims", type=int, nargs="+", default=[3, 8])
     ap.add_argument("--reps", type=int, default=10, help="timed suggestions of ours per (n, d)")
     ap.add_argument("--optuna-reps", type=int, default=5, help="timed GPSampler suggestions")
@@ -139,7 +167,8 @@ def main() -> None:
                     help="time suggestions with one context dimension and without, same run")
     ap.add_argument("--out", default="bench_results/latency", help="directory for latency.csv/.md")
     args = ap.parse_args()
-
+    if args.one:
+        return one(args)
     if args.against_paper:     # the default settings against the paper-exact ones
         return side_by_side(args, "against_paper", ("paper-exact", "default"),
                             {"settings": Settings(**PAPER_EXACT)}, {})
@@ -147,15 +176,15 @@ def main() -> None:
         return side_by_side(args, "against_context", ("no context", "with a context"),
                             {}, {"context": True})
     import optuna
-    time_ours(20, 2, 1, args.seed)          # warm-up: lazy imports (torch for GPSampler), caches
-    time_optuna(20, 2, 1, args.seed)
     rows = []
     load0 = os.getloadavg()
     for d in args.dims:
         for n in args.n:
             row: dict[str, float | int] = {"d": d, "n": n, "load_1min": os.getloadavg()[0]}
-            row.update(summary(time_ours(n, d, args.reps, args.seed), "ours"))
-            theirs = time_optuna(n, d, args.optuna_reps, args.seed) if n <= args.optuna_max_n else []
+            ours, row["ours_rss_mb"] = in_process("ours", n, d, args)
+            row.update(summary(ours, "ours"))
+            theirs, row["optuna_rss_mb"] = (in_process("optuna", n, d, args) if n <= args.optuna_max_n
+                                            else ([], float("nan")))
             row.update(summary(theirs, "optuna"))
             row["ratio_median"] = row["ours_median_ms"] / row["optuna_median_ms"]
             row["ratio_mean"] = row["ours_mean_ms"] / row["optuna_mean_ms"]
@@ -164,7 +193,8 @@ def main() -> None:
             print(f"d={d} n={n}: ours median {row['ours_median_ms']:.1f} ms (mean "
                   f"{row['ours_mean_ms']:.1f}, CPU {row['ours_cpu_median_ms']:.1f}), GPSampler median "
                   f"{row['optuna_median_ms']:.1f} ms (mean {row['optuna_mean_ms']:.1f}, CPU "
-                  f"{row['optuna_cpu_median_ms']:.1f}), ratio {row['ratio_median']:.3f}, "
+                  f"{row['optuna_cpu_median_ms']:.1f}), ratio {row['ratio_median']:.3f}, RSS ours "
+                  f"{row['ours_rss_mb']:.0f} MB, GPSampler {row['optuna_rss_mb']:.0f} MB, "
                   f"load {row['load_1min']:.1f}", flush=True)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -178,14 +208,17 @@ def main() -> None:
              f"numpy {np.__version__}, optuna {optuna.__version__}; 1-min load average "
              f"{load0[0]:.1f} at start, {os.getloadavg()[0]:.1f} at end.  Times in ms per suggestion; "
              f"ours: {args.reps} suggestions (one holds the refit), GPSampler: {args.optuna_reps} "
-             f"(each refits); one untimed suggestion before each.\n",
-             "| d | n | ours median | ours mean | ours CPU median | GPSampler median | GPSampler mean "
-             "| GPSampler CPU median | ratio median | ratio mean | ratio CPU | load |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             f"(each refits); one untimed suggestion before each; {args.pending} trials left "
+             "running during ours.  RSS: peak resident memory of the case's own process, MB.\n",
+             "| d | n | ours median | ours mean | ours CPU median | ours RSS | GPSampler median | "
+             "GPSampler mean | GPSampler CPU median | GPSampler RSS | ratio median | ratio mean | "
+             "ratio CPU | load |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['d']} | {r['n']} | {f(r['ours_median_ms'])} | {f(r['ours_mean_ms'])} | "
-                     f"{f(r['ours_cpu_median_ms'])} | {f(r['optuna_median_ms'])} | {f(r['optuna_mean_ms'])} | "
-                     f"{f(r['optuna_cpu_median_ms'])} | {f(r['ratio_median'], '.3f')} | "
+                     f"{f(r['ours_cpu_median_ms'])} | {f(r['ours_rss_mb'], '.0f')} | {f(r['optuna_median_ms'])} | "
+                     f"{f(r['optuna_mean_ms'])} | {f(r['optuna_cpu_median_ms'])} | "
+                     f"{f(r['optuna_rss_mb'], '.0f')} | {f(r['ratio_median'], '.3f')} | "
                      f"{f(r['ratio_mean'], '.3f')} | {f(r['ratio_cpu_median'], '.3f')} | {r['load_1min']:.1f} |")
     (out / "latency.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))

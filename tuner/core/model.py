@@ -2,7 +2,8 @@
 
 * ``gp_all``: a GP over every started trial (inputs appended at suggest time, in start order);
   censoring (001 eq. 1, 004 §5) gives pending trials a fixed target (hard censoring: the same
-  noise as a result);
+  noise as a result).  Kept only where a posterior or beta_t needs it (``keep_all``): soft
+  censoring works from ``gp_done`` alone, so by default one factor is kept, not two;
 * ``soft_view``: ``gp_done`` plus the censored entries as one block at a noise of their own
   (soft censoring, ``SoftCensoredPosterior``);
 * ``gp_done``: a GP over usable results only (in arrival order), for the baselines that ignore
@@ -10,7 +11,9 @@
 * marginal-likelihood refits every k usable results; with several candidate kernels, each is
   fit and the one of highest evidence (marginal likelihood x lengthscale prior) is kept;
 * ``recent``: the posterior from a subset of the inputs only (the sliding window of RPOL-SWUCB,
-  004 §6 / App. D), with the same hyperparameters.
+  004 §6 / App. D), with the same hyperparameters;
+* ``members``: past ``Settings.exact_until`` started trials, the trials both GPs are built on
+  (``tuner.core.subset``; None: every trial, the exact GP).
 
 The optimizer owns one model for the objective and one per bandit-feedback constraint; what
 differs between them is only the target vector they are given.
@@ -31,7 +34,8 @@ from .kernels import Kernel
 class CensoredModel:
     def __init__(self, kernel: Kernel, hyper: Hyperparameters, domain: np.ndarray | None = None,
                  bounds: HyperBounds | None = None, groups: np.ndarray | None = None,
-                 alternatives: Sequence[Kernel] = ()):
+                 alternatives: Sequence[Kernel] = (), keep_all: bool = True):
+        self.keep_all = keep_all
         self.kernels = [kernel, *alternatives]   # chosen among at each fit (the first until then)
         self.gp_all = GaussianProcess(kernel, hyper)
         self.gp_done = GaussianProcess(kernel, hyper)
@@ -44,12 +48,42 @@ class CensoredModel:
         self.all_base = 0     # inputs present at the last full factorization (for replay)
         self.done_base = 0
         self.fit_n = 0        # usable results at the last hyperparameter fit
+        self.members: list[int] | None = None   # start indices the GPs are built on (None: all)
+        self._member_set: set[int] = set()
+        self.built_at = 0     # started trials when the members were chosen
 
-    def append(self, x: np.ndarray) -> None:
-        self.gp_all.append(x)
+    def append(self, x: np.ndarray, index: int) -> None:
+        """A started trial (start index ``index``) enters the model."""
+        if self.members is not None:
+            self.members.append(index)
+            self._member_set.add(index)
+        if self.keep_all:
+            self.gp_all.append(x)
+
+    def restrict(self, members: Sequence[int], trials: Sequence[Trial], t: int) -> None:
+        """Build both GPs afresh on the trials of these start indices only (``tuner.core.subset``),
+        chosen when ``t`` trials had started."""
+        self.members, self.built_at = [int(i) for i in members], int(t)
+        self._member_set = set(self.members)
+        if self.keep_all:
+            self.gp_all.reset(np.vstack([trials[i].x for i in self.members]))
+        self.all_base = self.gp_all.n
+        by_id = {tr.trial_id: tr for tr in trials}
+        self.done_ids = [i for i in self.done_ids if by_id[i].start_index in self._member_set]
+        X = [by_id[i].x for i in self.done_ids]
+        self.gp_done.reset(np.vstack(X) if X else np.zeros((0, self.gp_done.dim)))
+        self.done_base = self.gp_done.n
+
+    def in_model(self, trials: Sequence[Trial]) -> list[Trial]:
+        """The trials the GPs are built on (every trial while exact)."""
+        if self.members is None:
+            return list(trials)
+        return [trials[i] for i in self.members]
 
     def sync(self, done: Sequence[Trial]) -> None:
         """Keep ``gp_done`` on the usable results, appending in arrival order when possible."""
+        if self.members is not None:
+            done = [tr for tr in done if tr.start_index in self._member_set]
         ids = {tr.trial_id for tr in done}
         if not set(self.done_ids) <= ids:   # an "auto" window shrank: rebuild
             self.done_ids = []
@@ -94,6 +128,8 @@ class CensoredModel:
     def posterior(self, pending: str, y_all: np.ndarray | None, y_done: np.ndarray) -> Posterior:
         """censor: GP over all started trials with censored targets; ignore: usable results
         only; hallucinate: mean from usable results, variance from all started trials."""
+        if y_all is not None and self.members is not None:
+            y_all = y_all[self.members]
         return _view(pending, self.gp_all, y_all, self.gp_done, y_done)
 
     def recent(self, pending: str, X_all: np.ndarray, y_all: np.ndarray, X_done: np.ndarray,
@@ -112,7 +148,9 @@ class CensoredModel:
     def state_dict(self) -> dict[str, Any]:
         return {"hyper": self.gp_all.hyper.to_dict(), "fit_n": self.fit_n, "all_base": self.all_base,
                 "done_ids": list(self.done_ids), "done_base": self.done_base,
-                "kernel": self.gp_all.kernel.name}
+                "kernel": self.gp_all.kernel.name,
+                **({"members": list(self.members), "built_at": self.built_at}
+                   if self.members is not None else {})}
 
     def load_state(self, state: dict[str, Any], trials: Sequence[Trial]) -> None:
         """Replay the factorizations as they happened: a full one at the last fit, then one
@@ -125,9 +163,13 @@ class CensoredModel:
         self.fit_n, self.all_base = state["fit_n"], state["all_base"]
         self.done_ids, self.done_base = list(state["done_ids"]), state["done_base"]
         dim = self.gp_all.dim
-        X = np.vstack([tr.x for tr in trials]) if trials else np.zeros((0, dim))
-        self.gp_all.reset(X[: self.all_base])
-        self.gp_all.extend(X[self.all_base:])
+        self.members = None if state.get("members") is None else list(state["members"])
+        self._member_set = set(self.members or ())
+        self.built_at = int(state.get("built_at", 0))
+        if self.keep_all:
+            X = np.vstack([tr.x for tr in self.in_model(trials)]) if trials else np.zeros((0, dim))
+            self.gp_all.reset(X[: self.all_base])
+            self.gp_all.extend(X[self.all_base:])
         by_id = {tr.trial_id: tr for tr in trials}
         Xd = np.vstack([by_id[i].x for i in self.done_ids]) if self.done_ids else np.zeros((0, dim))
         self.gp_done.reset(Xd[: self.done_base])

@@ -40,6 +40,7 @@ from .model import CensoredModel
 from .persist import write_json
 from .settings import Settings
 from .space import SearchSpace
+from .subset import choose_subset
 from .state import built_with, changing_state, restore, state_dict
 from .targets import normalized, reward_range
 from .trial import Status, Trial
@@ -100,7 +101,7 @@ class Optimizer:
         def model(name: str) -> CensoredModel:     # "auto": SE, or Matern-5/2 where the evidence says
             kernels = [make_kernel(k, n_context) for k in (("se", "matern52") if name == "auto" else (name,))]
             return CensoredModel(kernels[0], hyper, self.domain, groups=groups,
-                                 alternatives=kernels[1:])
+                                 alternatives=kernels[1:], keep_all=self._needs_gp_all())
 
         self.objective = model(s.kernel)
         self.constraints = [replace(c, log=s.budget_scale == "log" and c.runtime and c.type == "budget")
@@ -135,6 +136,7 @@ class Optimizer:
         if self.constraints and self.algorithm.estimate != "random":
             self._start_round(t)
         if config is not None:
+            self._maybe_subset(t, lambda: self._usable(now, t)[1], choosing=False)
             x = self.space.encode(config)
         elif self.algorithm.estimate == "random" or t < self.n_initial:
             x = self.design.point(t, self.rng)
@@ -161,7 +163,7 @@ class Optimizer:
         self._live[trial.trial_id] = trial
         self._changed.add(trial.trial_id)
         for model in (self.objective, *self.constraint_models):
-            model.append(trial.x)
+            model.append(trial.x, trial.start_index)
         return Suggestion(trial.trial_id, dict(trial.config))
 
     def tell(self, trial_id: int, value: float, metrics: Mapping[str, float] | None = None,
@@ -313,10 +315,51 @@ class Optimizer:
         return censored_targets(self.trials, done, self.settings.mode, *self._reward_range(),
                                 self.settings.censor_at_partial)
 
+    def _needs_gp_all(self) -> bool:
+        """Whether a GP over every started trial is used: hard censoring and hallucination take
+        their variance from it, the "sdf" beta_t its information gain; soft censoring needs
+        only the GP of the usable results (``CensoredModel.keep_all``)."""
+        s, pending = self.settings, self.algorithm.pending
+        return (pending == "hallucinate" or (pending == "censor" and s.censoring == "hard")
+                or s.beta_schedule == "sdf")
+
+    @property
+    def subset_active(self) -> bool:
+        """Whether the GPs are built on a subset of the trials (``tuner.core.subset``)."""
+        return self.objective.members is not None
+
+    def _maybe_subset(self, t: int, done: Callable[[], list[Trial]], choosing: bool) -> None:
+        """Past ``exact_until`` started trials, choose the GPs' subset (``tuner.core.subset``)
+        again: every ``refit_every`` started trials when a suggestion is chosen (``choosing``),
+        and whenever trials registered without a choice (``suggest(config=...)``, earlier
+        studies) have grown it to 1.5 x ``subset_size`` besides the running ones."""
+        s = self.settings
+        if s.exact_until is None or s.sliding_window or t < s.exact_until:
+            return
+        if self.subset_active:
+            if choosing:
+                due = t - self.objective.built_at >= s.refit_every
+            else:
+                due = len(self.objective.members) >= 1.5 * s.subset_size + len(self._live)
+            if not due:
+                return
+        done = done()
+        scores = np.full(t, np.nan)
+        if done:
+            scores[[tr.start_index for tr in done]] = self._targets(done)
+        running = np.zeros(t, dtype=bool)
+        running[[tr.start_index for tr in self._live.values()]] = True
+        X = np.vstack([tr.x for tr in self.trials])
+        members = choose_subset(X, running, scores, self.objective.gp_done.hyper.lengthscales,
+                                s.subset_size, self.rng)
+        for model in (self.objective, *self.constraint_models):
+            model.restrict(members, self.trials, t)
+
     def _choose(self, now: float, t: int, z: np.ndarray | None = None) -> np.ndarray:
         """x_t maximizing the estimate (with a context, over x at (x, z_t): 001 §5)."""
         s, algo = self.settings, self.algorithm
         m, done = self._usable(now, t)
+        self._maybe_subset(t, lambda: done, choosing=True)
         y_all = self._censored(done)
         post = self._fit_and_view(self.objective, done, y_all, self._targets)
         beta = self.exploration.beta_t(self.objective.gp_all, t)

@@ -71,6 +71,8 @@ class Settings:
     budget_scale: str = "log"        # a run-time budget's g: ln(run time / limit) or run time / limit - 1
     stop_margin: float | None = None  # stop a run past limit x (1 + margin); None: never
     sliding_window: int | None = None  # RPOL-SWUCB (004 §6): only the last W trials inform the GPs
+    exact_until: int | None = 2000     # past this many started trials the GPs use a subset; None: never
+    subset_size: int = 1000            # finished trials in that subset (tuner.core.subset), plus the running
 
     def validate(self, where: str = "") -> None:
         """Check every setting (``SETTINGS_FIELDS``) and the rules between them; messages name
@@ -103,6 +105,9 @@ class Settings:
         if self.stop_margin is not None and not any(c.runtime for c in cons):
             raise ValueError(f"{p}stop_margin needs a run-time constraint (a constraint with "
                              "runtime: true); none of the constraints is one")
+        if self.exact_until is not None and self.subset_size > self.exact_until:
+            raise ValueError(f"{p}subset_size ({self.subset_size}) must be at most exact_until "
+                             f"({self.exact_until}): the subset replaces the exact GP past exact_until")
         try:
             make_handler(self.constraint_handler, len(cons), self.handler_options)
         except ValueError as exc:
@@ -131,6 +136,7 @@ PAPER_EXACT: dict[str, Any] = {
     "n_initial": 1, "refit_every": 10, "refit_dense_until": 0, "lengthscale_prior": False,
     "constraint_handler": "rpol", "censor_at_partial": False, "discrete_search": "round",
     "categorical_lengthscale": "per-choice", "budget_scale": "linear", "context_kernel": "product",
+    "exact_until": None,
 }
 
 
@@ -178,4 +184,6 @@ SETTINGS_FIELDS: dict[str, Field] = {
     "budget_scale": Field((str,), choices=("log", "linear")),
     "stop_margin": Field((float, None), minimum=0),
     "sliding_window": Field((int, None), minimum=2),
+    "exact_until": Field((int, None), minimum=1),
+    "subset_size": Field((int,), minimum=1),
 }

@@ -61,7 +61,7 @@ class PosteriorView:
         y_done = targets([by_id[i] for i in model.done_ids])
         if soft:
             return self._soft(model.gp_done, y_done, [by_id[i] for i in model.done_ids],
-                              trials, y_all)
+                              model.in_model(trials), y_all)
         return model.posterior(self.algorithm.pending, y_all, y_done)
 
     def X(self, trials: Sequence[Trial]) -> np.ndarray:

@@ -71,6 +71,15 @@ class TrialTable(LoopCallback):
         return rows
 
 
+def subset_text(opt: Any) -> str:
+    """What the switch to a subset GP means (``Settings.exact_until``, ``tuner.core.subset``)."""
+    s = opt.settings
+    return (f"{len(opt.trials)} trials started: the GPs now use {s.subset_size} of the finished ones "
+            "(near the best and spread over the rest) and every running one, so each suggestion "
+            f"costs the same from here on (optimizer.exact_until: {s.exact_until}, "
+            f"optimizer.subset_size: {s.subset_size})")
+
+
 class ShowProgress(LoopCallback):
     """The progress line: when trials have ended (at most every ``Progress.min_gap`` seconds),
     else every ``Progress.interval`` seconds; the snapshot is computed only for a line."""
@@ -78,9 +87,16 @@ class ShowProgress(LoopCallback):
     def __init__(self, study: Study, progress: Progress):
         self.study, self.progress = study, progress
         self.ended = 0     # trials ended since the last line
+        self.said_subset = False
 
     def on_end(self, outcome: Outcome) -> None:
         self.ended += 1
+
+    def on_launch(self, trial_id: int, config: Mapping[str, Any]) -> None:
+        opt = self.study.optimizer
+        if not self.said_subset and opt.subset_active:     # once, when the GPs switch
+            self.said_subset = True
+            self.progress.message(subset_text(opt))
 
     def on_step(self, loop: StudyLoop) -> None:
         if self.progress.due(self.ended > 0):

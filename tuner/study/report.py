@@ -67,7 +67,10 @@ def banner(cfg: StudyConfig, where: str, restart: list[int]) -> str:
                   "at start-up" if cfg.budget_pending else f", budget {b.metric} <= {b.seconds:.3g} s")
     again = f", {len(restart)} interrupted trial(s) start again" if restart else ""
     context = "" if cfg.context is None else f", context {format_config(cfg.context)}"
-    return (f"study {cfg.study}: {cfg.trainable}, {cfg.settings.algorithm}, "
+    until = cfg.settings.exact_until
+    subset = ("" if until is None or cfg.run.trials <= until else
+              f", exact GP up to {until} trials, then on a subset of {cfg.settings.subset_size}")
+    return (f"study {cfg.study}: {cfg.trainable}, {cfg.settings.algorithm}{subset}, "
             f"{cfg.run.trials} trials, {cfg.run.max_concurrent} at once on {where}{budget}"
             f"{context}{again}; MLflow {cfg.mlflow.tracking_uri} experiment '{cfg.experiment}'")
 
