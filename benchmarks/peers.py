@@ -96,6 +96,8 @@ ABLATION: dict[str, dict[str, Any]] = {
     "default-matern-d1-until": {**DEFAULT, "kernel": "matern52", "constraint_kernel": "se",
                                 "n_initial": lambda p: len(p.space) + 1, "startup_until_result": True},
     "default-kauto-d1": {**DEFAULT, "kernel": "auto", "n_initial": lambda p: len(p.space) + 1},
+    # large studies (issue 22): copies of running trials allowed, as before running_correlation
+    "default-copies": {**DEFAULT, "running_correlation": None},
 }
 PEERS = ("optuna-tpe", "optuna-gp", "syne-botorch")
 METHODS = (*PROJECT, *PEERS)

@@ -121,3 +121,24 @@ def test_subset_size_above_exact_until_is_refused_naming_both():
         Settings(exact_until=100, subset_size=200).validate()
     with pytest.raises(ValueError, match="exact_until"):
         Settings(exact_until=0).validate()
+
+
+def test_a_batch_for_workers_that_freed_at_once_spreads_out():
+    """Each suggestion of a batch sees the ones before it running: k distinct points near the
+    best, not one argmax k times, which is what a sure GP gives when copies of a running trial
+    are allowed (``running_correlation: None``, paper 001's rule)."""
+    def batch(**kw):
+        opt = Optimizer(SPACE, objective_bounds=(-1.0, 0.0), seed=0, clock=SimClock(), **kw)
+        for _ in range(12):
+            s = opt.suggest()
+            opt.tell(s.trial_id, f(s.config))
+        X = np.array([[s.config["x"], s.config["y"]] for s in opt.suggest_batch(6)])
+        gaps = [np.linalg.norm(a - b) for i, a in enumerate(X) for b in X[i + 1:]]
+        return min(gaps), np.linalg.norm(X - [0.3, 0.7], axis=1).max()
+
+    gap, spread = batch()
+    assert gap > 0.01 and spread < 0.15
+    assert batch(running_correlation=None)[0] < 1e-4      # copies of one configuration
+    assert batch(algorithm="gp-ts-sdf")[0] > 0.01
+    with pytest.raises(ValueError, match="k must be"):
+        Optimizer(SPACE).suggest_batch(0)

@@ -3,8 +3,9 @@
 For each n and d, both optimizers hold n completed observations of the same function at the same
 random points and have made one untimed suggestion (ours factorizes and fits there); then
 suggest+tell cycles are timed, wall clock and process CPU time.  Ours refits its hyperparameters
-every 10 results, so ``--reps 10`` cycles hold exactly one refit (the last): the median is a
-suggestion between refits, the mean the cost amortized over a refit cycle.
+every 10 results, or once they grew by 1 % past 1 000 (``Settings.refit_growth``), so ``--reps``
+is raised to that interval at each n: the timed cycles hold exactly one refit (the last), the
+median is a suggestion between refits, the mean the cost amortized over a refit cycle.
 Optuna's GPSampler refits on every call.  Ratios ours / Optuna come from the same run on the same
 machine; the load average is recorded with them (the machine is shared).
 
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import resource
 import subprocess
@@ -112,7 +114,9 @@ def one(args: argparse.Namespace) -> None:
     which, n, d = args.one[0], int(args.one[1]), int(args.one[2])
     if which == "ours":
         time_ours(20, 2, 1, args.seed)
-        times = time_ours(n, d, args.reps, args.seed, pending=args.pending)
+        s = Settings()
+        cycle = max(s.refit_every, math.ceil(s.refit_growth * n))     # one refit per cycle
+        times = time_ours(n, d, max(args.reps, cycle), args.seed, pending=args.pending)
     else:
         time_optuna(20, 2, 1, args.seed)
         times = time_optuna(n, d, args.optuna_reps, args.seed)

@@ -15,6 +15,8 @@ rounding a relaxed optimum once.  Written here by hand: scipy has no mixed-space
 
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 from scipy.optimize import minimize
 
@@ -87,18 +89,34 @@ def local_search(h: EstimateFn, x: np.ndarray, space: SearchSpace,
     return x
 
 
+def excluding(h: EstimateFn, taken: Callable[[np.ndarray], np.ndarray]) -> EstimateFn:
+    """``h`` with -inf at the inputs ``taken`` marks (a mask per row)."""
+    def g(U: np.ndarray) -> np.ndarray:
+        return np.where(taken(U), -np.inf, h(U))
+    return g
+
+
 @blas_threads
 def maximize(h: EstimateFn, C: np.ndarray, space: SearchSpace, smooth: bool,
-             n_starts: int = 3, discrete: bool = False) -> np.ndarray:
+             n_starts: int = 3, discrete: bool = False,
+             taken: Callable[[np.ndarray], np.ndarray] | None = None) -> np.ndarray:
     """Best snapped input for ``h`` over candidates ``C`` (+ L-BFGS-B refinement if smooth,
-    + a local search over the discrete parameters if ``discrete`` and smooth)."""
+    + a local search over the discrete parameters if ``discrete`` and smooth), never one that
+    ``taken`` marks (a mask per row: e.g. a copy of a running trial), unless every candidate is."""
     top = getattr(h, "top", None)     # estimates that can skip hopeless candidates (Shifted)
-    vals = top(C, max(n_starts, 1) if smooth else 1) if top is not None else h(C)
+    k = max(n_starts, 1) if smooth else 1
+    out = taken(C) if taken is not None else np.zeros(len(C), dtype=bool)
+    if out.all():
+        out[:], taken = False, None
+    vals = top(C, k + int(out.sum())) if top is not None else h(C)
+    vals = np.where(out, -np.inf, vals)
     best = argmax(vals)
     if not smooth or n_starts <= 0:
         return C[best]
     order = np.argsort(-np.where(np.isfinite(vals), vals, -np.inf))[:n_starts]
-    x, _ = refine(h, C[order])
+    x, _ = refine(h, C[order])        # on h itself: L-BFGS-B needs finite values
+    if taken is not None:             # a refined point that is taken falls back to C[best]
+        h = excluding(h, taken)
     x_snapped = space.snap(x)[0]
     x = x_snapped if h(x_snapped[None, :])[0] >= vals[best] else C[best]
     return local_search(h, x, space) if discrete and space.discrete else x

@@ -21,6 +21,7 @@ differs between them is only the target vector they are given.
 
 from __future__ import annotations
 
+import math
 from typing import Any, Sequence
 
 import numpy as np
@@ -97,15 +98,17 @@ class CensoredModel:
 
     def maybe_refit(self, done: Sequence[Trial], y: np.ndarray, every: int, max_points: int,
                     restarts: int, rng: np.random.Generator, dense_until: int = 0,
-                    lengthscale_prior: bool = False) -> bool:
-        """Marginal-likelihood fit every ``every`` usable results (001 App. C: every 10), and
-        after every new usable result while there are at most ``dense_until`` of them (from 2).
+                    lengthscale_prior: bool = False, growth: float = 0.0) -> bool:
+        """Marginal-likelihood fit every ``every`` usable results (001 App. C: every 10), or
+        once they grew by the fraction ``growth`` if that is more (a fit costs the same at any
+        n past ``max_points``, and moves the hyperparameters less and less), and after every
+        new usable result while there are at most ``dense_until`` of them (from 2).
 
         Above ``max_points`` results the fit uses the newest half plus a random sample of the
         rest (the fit is O(n^3) per likelihood evaluation; the posterior still uses every point).
         """
         dense = 2 <= len(done) <= dense_until and len(done) > self.fit_n
-        if not dense and len(done) < self.fit_n + every:
+        if not dense and len(done) < self.fit_n + max(every, math.ceil(growth * self.fit_n)):
             return False
         idx = np.arange(len(done))
         if len(done) > max_points:

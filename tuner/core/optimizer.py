@@ -166,6 +166,14 @@ class Optimizer:
             model.append(trial.x, trial.start_index)
         return Suggestion(trial.trial_id, dict(trial.config))
 
+    def suggest_batch(self, k: int, context: Mapping[str, Any] | None = None) -> list[Suggestion]:
+        """``k`` configurations for ``k`` workers that freed at once: a coherent batch, each
+        chosen with the ones before it pending (censored entries whose sigma raises nu_t,
+        001 eq. 1-2), so the batch spreads instead of repeating one argmax."""
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise ValueError(f"suggest_batch: k must be a whole number >= 1 (got {k!r})")
+        return [self.suggest(context=context) for _ in range(k)]
+
     def tell(self, trial_id: int, value: float, metrics: Mapping[str, float] | None = None,
              finish_time: float | None = None) -> None:
         """Report the objective of a finished trial (in arrival order; any trial order)."""
@@ -376,9 +384,10 @@ class Optimizer:
         f_est = on_configs(acq.estimate(algo.estimate, post, nu, joint, +1.0, self.rng))
         smooth = algo.smooth and self.domain is None
         discrete = s.discrete_search == "local"
+        taken = self._near_running(z)
         if not self.constraints:
             return maximize(f_est, C, self.space, smooth=smooth, n_starts=s.n_starts,
-                            discrete=discrete)
+                            discrete=discrete, taken=taken)
         lo, hi = self._reward_range()
         f_bound = self._f_bound()
         g_ests = [on_configs(self._constraint_estimate(j, m, now, t, joint))
@@ -390,10 +399,31 @@ class Optimizer:
         def h(U: np.ndarray) -> np.ndarray:      # on the objective's scale (module docstring)
             return self.handler.score(t, scale[0] + scale[1] * f_est(U), [g(U) for g in g_ests], f_bound)
 
-        x = maximize(h, C, self.space, smooth=smooth, n_starts=s.n_starts, discrete=discrete)
+        x = maximize(h, C, self.space, smooth=smooth, n_starts=s.n_starts, discrete=discrete,
+                     taken=taken)
         if self.handler.g_estimate != "sample":     # SCGP's step is in suggest(), every round
             self.handler.after_choice(t, [float(g(x[None, :])[0]) for g in g_ests], f_bound)
         return x
+
+    def _near_running(self, z: np.ndarray | None) -> Callable[[np.ndarray], np.ndarray] | None:
+        """A mask of the configurations (at z_t) whose prior correlation k(x, x_s) / a with a
+        running trial's input reaches ``running_correlation``: copies of a running trial.
+
+        A deviation from 001, where nothing stops x_t from repeating a pending x_s: once the GP
+        is sure of a region (sigma near 0 around its best mean), a UCB argmax is the same point
+        at every free worker, and a pool runs one configuration many times (measured: 147 of 200
+        trials at W = 16 on Branin; docs/scale.md)."""
+        rho = self.settings.running_correlation
+        if rho is None or not self._live:
+            return None
+        Xr = np.vstack([tr.x for tr in self._live.values()])
+        gp = self.objective.gp_done
+
+        def near(U: np.ndarray) -> np.ndarray:
+            J = U if z is None else self.contexts.join(U, z)
+            return (gp.k(J, Xr) / gp.hyper.amplitude).max(axis=1) >= rho
+
+        return near
 
     def _constraint_estimate(self, j: int, m: float, now: float, t: int,
                              C: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:

@@ -50,6 +50,7 @@ class Settings:
     lengthscale: float = 0.2
     noise: float = 1e-3
     refit_every: int = 10
+    refit_growth: float = 0.01         # and only once the usable results grew by this fraction
     refit_dense_until: int = 0         # also refit after each usable result up to this many
     lengthscale_prior: bool = True     # MAP fit with Optuna GPSampler's lengthscale prior
     fit_max_points: int = 500
@@ -60,6 +61,8 @@ class Settings:
     n_local: int = 128
     n_starts: int = 3
     discrete_search: str = "local"     # ints and categories: local search after rounding, or round
+    running_correlation: float | None = 0.999   # never suggest x this correlated with a running
+                                                # trial (a copy); None: allowed (001)
     seed: int = 0
     # Constraints (tuner.core.constraints has the tables of constraint keys, handlers and options).
     constraints: list = field(default_factory=list)    # [{metric, limit, type, runtime, observable}]
@@ -136,7 +139,7 @@ PAPER_EXACT: dict[str, Any] = {
     "n_initial": 1, "refit_every": 10, "refit_dense_until": 0, "lengthscale_prior": False,
     "constraint_handler": "rpol", "censor_at_partial": False, "discrete_search": "round",
     "categorical_lengthscale": "per-choice", "budget_scale": "linear", "context_kernel": "product",
-    "exact_until": None,
+    "exact_until": None, "refit_growth": 0.0, "running_correlation": None,
 }
 
 
@@ -164,6 +167,7 @@ SETTINGS_FIELDS: dict[str, Field] = {
     "noise": Field((float,), above=0),
     "refit_every": Field((int,), minimum=1),
     "refit_dense_until": Field((int,), minimum=0),
+    "refit_growth": Field((float,), minimum=0),
     "lengthscale_prior": Field((bool,)),
     "fit_max_points": Field((int,), minimum=1),
     "fit_restarts": Field((int,), minimum=0),
@@ -174,6 +178,7 @@ SETTINGS_FIELDS: dict[str, Field] = {
     "n_local": Field((int,), minimum=0),
     "n_starts": Field((int,), minimum=0),
     "discrete_search": Field((str,), choices=("local", "round")),
+    "running_correlation": Field((float, None), above=0, maximum=1),
     "seed": Field((int,)),
     "constraints": Field((list, tuple)),
     "constraint_handler": Field((str,), choices=lambda: list(HANDLERS)),

@@ -48,7 +48,8 @@ class PosteriorView:
         model.sync(done)
         if refit and self.algorithm.estimate != "random":
             model.maybe_refit(done, targets(done), s.refit_every, s.fit_max_points,
-                              s.fit_restarts, rng, s.refit_dense_until, s.lengthscale_prior)
+                              s.fit_restarts, rng, s.refit_dense_until, s.lengthscale_prior,
+                              s.refit_growth)
         soft = s.censoring == "soft" and self.algorithm.pending == "censor"
         if s.sliding_window:
             recent = list(trials[-int(s.sliding_window):])
