@@ -4,7 +4,8 @@
     python scripts/bench/copies_of_running.py tuner hartmann6 3000 256 1           # running_correlation 0.999
     python scripts/bench/copies_of_running.py default-copies hartmann6 3000 256 1  # copies allowed (001)
 
-Arguments: method (``benchmarks.peers``), problem, trials, workers, seeds.
+Arguments: method (``benchmarks.peers``), problem, trials, workers, seeds (and optionally the
+first seed, 0 by default).
 """
 
 from __future__ import annotations
@@ -25,13 +26,14 @@ from tuner.loop.simulator import RunTime, simulate  # noqa: E402
 
 
 def main() -> None:
-    if len(sys.argv) != 6:
+    if len(sys.argv) not in (6, 7):
         sys.exit(__doc__)
-    method, name, n, workers, seeds = sys.argv[1], sys.argv[2], *map(int, sys.argv[3:])
+    method, name = sys.argv[1], sys.argv[2]
+    n, workers, seeds, first = [int(v) for v in sys.argv[3:]] + [0] * (7 - len(sys.argv))
     warnings.simplefilter("ignore")
     p = get_problem(name)
     space = SearchSpace.from_dict(p.space)
-    for seed in range(seeds):
+    for seed in range(first, first + seeds):
         t0 = time.time()
         res = simulate(make_method(method, p, seed), p, RunTime(p.mean_runtime, p.cv), n_trials=n,
                        workers=workers, noise_std=p.noise_std, seed=1000 + seed)
