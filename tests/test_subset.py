@@ -142,3 +142,19 @@ def test_a_batch_for_workers_that_freed_at_once_spreads_out():
     assert batch(algorithm="gp-ts-sdf")[0] > 0.01
     with pytest.raises(ValueError, match="k must be"):
         Optimizer(SPACE).suggest_batch(0)
+
+
+def test_the_study_says_when_its_gps_switch_to_a_subset():
+    from tuner.study.callbacks import subset_text
+    from tuner.study.config import load_study
+    from tuner.study.report import banner
+
+    cfg = load_study({"trainable": "svm", "run": {"trials": 3000}})
+    assert "exact GP up to 2000 trials, then on a subset of 1000" in banner(cfg, "local Ray", [])
+    small = load_study({"trainable": "svm", "run": {"trials": 30}})
+    assert "subset" not in banner(small, "local Ray", [])
+    opt = Optimizer(SPACE, objective_bounds=(-1.0, 0.0), seed=0, clock=SimClock(),
+                    exact_until=40, subset_size=30)
+    run(opt, 45)
+    assert opt.subset_active
+    assert subset_text(opt).startswith("45 trials started: the GPs now use 30 of the finished ones")

@@ -40,8 +40,8 @@ from .model import CensoredModel
 from .persist import write_json
 from .settings import Settings
 from .space import SearchSpace
-from .subset import choose_subset
 from .state import built_with, changing_state, restore, state_dict
+from .subset import choose_subset
 from .targets import normalized, reward_range
 from .trial import Status, Trial
 from .views import PosteriorView
@@ -411,8 +411,7 @@ class Optimizer:
 
         A deviation from 001, where nothing stops x_t from repeating a pending x_s: once the GP
         is sure of a region (sigma near 0 around its best mean), a UCB argmax is the same point
-        at every free worker, and a pool runs one configuration many times (measured: 147 of 200
-        trials at W = 16 on Branin; docs/scale.md)."""
+        at every free worker, and a pool runs one configuration many times (docs/scale.md)."""
         rho = self.settings.running_correlation
         if rho is None or not self._live:
             return None
