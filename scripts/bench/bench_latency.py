@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import resource
 import subprocess
@@ -33,6 +32,7 @@ from pathlib import Path
 import numpy as np
 
 
+from tuner.core.model import refit_interval  # noqa: E402
 from tuner.core.persist import write_table  # noqa: E402
 from tuner import PAPER_EXACT, Optimizer, Settings  # noqa: E402
 
@@ -115,7 +115,7 @@ def one(args: argparse.Namespace) -> None:
     if which == "ours":
         time_ours(20, 2, 1, args.seed)
         s = Settings()
-        cycle = max(s.refit_every, math.ceil(s.refit_growth * n))     # one refit per cycle
+        cycle = refit_interval(s.refit_every, s.refit_growth, n)     # one refit per cycle
         times = time_ours(n, d, max(args.reps, cycle), args.seed, pending=args.pending)
     else:
         time_optuna(20, 2, 1, args.seed)

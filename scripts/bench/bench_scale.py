@@ -15,7 +15,6 @@ best noise-free objective over the completed feasible trials among the first k s
 from __future__ import annotations
 
 import argparse
-import csv
 import math
 import os
 import resource
@@ -30,9 +29,11 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.compare import read_rows as rows  # noqa: E402
 from benchmarks.peers import make_method  # noqa: E402
 from benchmarks.problems import get_problem  # noqa: E402
 from tuner import Optimizer  # noqa: E402
+from tuner.core.persist import append_row  # noqa: E402
 from tuner.loop.simulator import RunTime, simulate  # noqa: E402
 
 QUALITY_PROBLEMS = ("hartmann6", "levy5", "ackley5", "hpo-mixed-budget", "gardner")
@@ -72,22 +73,6 @@ def run(problem: str, method: str, seed: int, workers: int, n_trials: int,
             "wall_s": wall, "cpu_s": cpu,
             "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
             "load_1min": os.getloadavg()[0]}
-
-
-def append(path: Path, row: dict[str, Any]) -> None:
-    new = not path.exists()
-    with path.open("a", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=list(row))
-        if new:
-            w.writeheader()
-        w.writerow(row)
-
-
-def rows(path: Path) -> list[dict[str, str]]:
-    if not path.exists():
-        return []
-    with path.open() as fh:
-        return list(csv.DictReader(fh))
 
 
 def quality_table(path: Path) -> str:
@@ -152,7 +137,7 @@ def main() -> None:
                         continue
                     row = run(prob, "tuner", seed, workers, n, over)
                     row["method"] = name
-                    append(path, row)
+                    append_row(path, row)
                     print(f"{prob} {name} seed {seed}: best {row['best_1']:.4g}, "
                           f"{row['suggest_ms_mean']:.1f} ms mean, {row['wall_s']:.0f} s", flush=True)
         (out / "quality.md").write_text(command + quality_table(path) + "\n")
@@ -164,7 +149,7 @@ def main() -> None:
             for prob in args.problems or ["hartmann6"]:
                 for method in args.methods:
                     row = run(prob, method, seed, workers, n)
-                    append(path, row)
+                    append_row(path, row)
                     print(f"{prob} {method} seed {seed}: best {row['best_1']:.4g} "
                           f"({row['wall_s'] / 60:.1f} min, {row['peak_rss_mb']:.0f} MB)", flush=True)
         (out / "study.md").write_text(command + study_table(path) + "\n")

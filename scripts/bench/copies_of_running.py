@@ -19,6 +19,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from bench_scale import best_by_trials  # noqa: E402  (this script's folder)
 from benchmarks.peers import make_method  # noqa: E402
 from benchmarks.problems import get_problem  # noqa: E402
 from tuner.core.space import SearchSpace  # noqa: E402
@@ -43,8 +44,8 @@ def main() -> None:
             running = np.flatnonzero(res.finish[:t] > res.start[t])
             if len(running) and np.min(np.abs(X[running] - X[t]).max(1)) < 1e-3:
                 copies += 1
-        ok = res.completed
-        best = [float(res.f_true[:k][ok[:k]].max()) for k in (n // 4, n // 2, n)]
+        every = np.ones(len(res.start), dtype=bool)      # every trial counts, feasible or not
+        best = best_by_trials(res, every, [n // 4, n // 2, n])
         print(f"{name} {method} seed {seed} W {workers} trials {n}: copies of a running trial {copies}, "
               f"best at 1/4 1/2 1 {[round(v, 5) for v in best]}, f_opt {p.f_opt}, "
               f"wall {time.time() - t0:.0f} s", flush=True)

@@ -108,7 +108,7 @@ class CensoredModel:
         rest (the fit is O(n^3) per likelihood evaluation; the posterior still uses every point).
         """
         dense = 2 <= len(done) <= dense_until and len(done) > self.fit_n
-        if not dense and len(done) < self.fit_n + max(every, math.ceil(growth * self.fit_n)):
+        if not dense and len(done) < self.fit_n + refit_interval(every, growth, self.fit_n):
             return False
         idx = np.arange(len(done))
         if len(done) > max_points:
@@ -177,6 +177,11 @@ class CensoredModel:
         Xd = np.vstack([by_id[i].x for i in self.done_ids]) if self.done_ids else np.zeros((0, dim))
         self.gp_done.reset(Xd[: self.done_base])
         self.gp_done.extend(Xd[self.done_base:])
+
+
+def refit_interval(every: int, growth: float, fit_n: int) -> int:
+    """Usable results between two refits after a fit on ``fit_n`` of them (``maybe_refit``)."""
+    return max(every, math.ceil(growth * fit_n))
 
 
 def _view(pending: str, gp_all: GaussianProcess, y_all: np.ndarray | None,

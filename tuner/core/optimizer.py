@@ -357,9 +357,8 @@ class Optimizer:
             scores[[tr.start_index for tr in done]] = self._targets(done)
         running = np.zeros(t, dtype=bool)
         running[[tr.start_index for tr in self._live.values()]] = True
-        X = np.vstack([tr.x for tr in self.trials])
-        members = choose_subset(X, running, scores, self.objective.gp_done.hyper.lengthscales,
-                                s.subset_size, self.rng)
+        members = choose_subset(self.view.X(self.trials), running, scores,
+                                self.objective.gp_done.hyper.lengthscales, s.subset_size, self.rng)
         for model in (self.objective, *self.constraint_models):
             model.restrict(members, self.trials, t)
 

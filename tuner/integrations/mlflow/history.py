@@ -48,7 +48,7 @@ def read_study(name: str, cfg: StudyConfig) -> Earlier | None:
         return None
     trials = []
     children = search_all(client, parent.info.experiment_id,
-                       f"tags.`{PARENT_TAG}` = '{parent.info.run_id}'")
+                          f"tags.`{PARENT_TAG}` = '{parent.info.run_id}'")
     for run in sorted(children, key=lambda r: int(r.data.tags.get("trial_id", "0") or 0)):
         trial = _trial(run, space, p.get("objective", ""))
         if trial is not None:

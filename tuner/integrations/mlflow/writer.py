@@ -14,10 +14,11 @@ transactions), and a thread in the driver competes with the loop for the GIL.
 The child runs at a lower priority (``nice``), so it uses the CPU the trials and the loop leave,
 and catches up when they wait; it lowers its priority only once the parent run has started,
 because the study waits for that (MLflow's first start creates its sqlite tables: about 5 s
-of CPU, which a niced process did not get for minutes beside CPU-bound jobs).  Nothing is lost when either side dies: the study state holds
-every result, and a resumed study logs what MLflow lacks (``StudyRunner._log_unlogged``; the
-tracker's own spool covers an unreachable MLflow).  A child whose driver died stops after the
-operation at hand, so it cannot race the tracker of a resumed study.
+of CPU, which a niced process did not get for minutes beside CPU-bound jobs).  Nothing is
+lost when either side dies: the study state holds every result, and a resumed study logs
+what MLflow lacks (``StudyRunner._log_unlogged``; the tracker's own spool covers an
+unreachable MLflow).  A child whose driver died stops after the operation at hand, so it
+cannot race the tracker of a resumed study.
 
 Hand-written because ``multiprocessing`` would run the user's ``__main__`` again in the child
 (spawn), which breaks scripts without a main guard, and forking a driver that runs Ray is unsafe.
