@@ -8,7 +8,7 @@ Thms 1-2; paper 001's formula under eq. 2) and the delay term of paper 001 eq. 2
 from __future__ import annotations
 
 import math
-from typing import Callable, Sequence
+from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -45,13 +45,14 @@ class Exploration:
         info_gain = 0.5 * (gp_all.log_det() - gp_all.n * math.log(gp_all.hyper.noise))
         return self._beta(t + 1, info_gain)
 
-    def nu(self, post: Posterior, trials: Sequence[Trial], m: float, now: float, t: int,
-           beta: float, bound: float) -> float:
-        """nu_t = beta_t + bound * sum of sigma over pending trials in the window (eq. 2)."""
+    def nu(self, post: Posterior, trials: Sequence[Trial], running: Iterable[Trial], m: float,
+           now: float, t: int, beta: float, bound: float) -> float:
+        """nu_t = beta_t + bound * sum of sigma over pending trials in the window (eq. 2);
+        ``running``: the running trials among ``trials`` (only they can be pending)."""
         if not self.algorithm.delay_bonus:
             return beta
         if self.settings.nu_terms == "pending":
-            terms = [tr for tr in trials if pending_in_window(tr, m, self.unit, now, t)]
+            terms = [tr for tr in running if pending_in_window(tr, m, self.unit, now, t)]
         else:
             terms = [tr for tr in trials if in_last_window(tr, m, self.unit, now, t)]
         if not terms:

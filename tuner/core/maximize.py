@@ -44,26 +44,37 @@ def candidate_set(space: SearchSpace, rng: np.random.Generator, n_sobol: int,
     return space.snap(np.vstack(parts))
 
 
-def refine(h: EstimateFn, starts: np.ndarray, step: float = 1e-5,
-           maxiter: int = 30) -> tuple[np.ndarray, float]:
-    """L-BFGS-B on [0, 1]^D from each start, maximizing h; returns the best (x, h(x))."""
-    dim = starts.shape[1]
+def refine(h: EstimateFn, starts: np.ndarray, step: float = 1e-5, maxiter: int = 30,
+           joint: bool = True) -> tuple[np.ndarray, float]:
+    """L-BFGS-B on [0, 1]^D from each start, maximizing h; returns the best (x, h(x)).
+
+    ``joint``: all starts as one L-BFGS-B run on the sum of their values (separable, so its
+    maximum is every start's own; BoTorch's ``gen_candidates_scipy`` batches restarts this
+    way): one evaluation of h per step for all starts, one triangular solve.  Otherwise one
+    L-BFGS-B run per start.
+    """
+    k, dim = starts.shape
     eye = step * np.eye(dim)
 
-    def neg(x: np.ndarray) -> tuple[float, np.ndarray]:
-        pts = np.vstack([x, np.clip(x + eye, 0.0, 1.0)])
-        vals = h(pts)
-        dx = pts[1:] - x
-        grad = (vals[1:] - vals[0]) / np.where(np.abs(dx.sum(1)) > 0, dx.sum(1), step)
-        return -float(vals[0]), -grad
+    def neg(z: np.ndarray) -> tuple[float, np.ndarray]:
+        X = z.reshape(-1, dim)
+        P = np.clip(X[:, None, :] + eye[None], 0.0, 1.0)          # each start, moved by e_j
+        vals = h(np.vstack([X, P.reshape(-1, dim)]))
+        v0, vd = vals[: len(X)], vals[len(X):].reshape(len(X), dim)
+        dx = np.diagonal(P, axis1=1, axis2=2) - X
+        grad = (vd - v0[:, None]) / np.where(np.abs(dx) > 0, dx, step)
+        return -float(v0.sum()), -grad.ravel()
 
-    best_x, best_v = starts[0], -np.inf
-    for x0 in starts:
-        res = minimize(neg, x0, jac=True, method="L-BFGS-B", bounds=[(0.0, 1.0)] * dim,
-                       options={"maxiter": maxiter})
-        if -res.fun > best_v:
-            best_x, best_v = res.x, -float(res.fun)
-    return best_x, best_v
+    groups = [starts] if joint else [x0[None, :] for x0 in starts]
+    ends = []
+    for S in groups:
+        res = minimize(neg, S.ravel(), jac=True, method="L-BFGS-B",
+                       bounds=[(0.0, 1.0)] * S.size, options={"maxiter": maxiter})
+        ends.append(res.x.reshape(-1, dim))
+    X = np.vstack(ends)
+    vals = h(X)
+    i = argmax(vals)
+    return X[i], float(vals[i])
 
 
 def argmax(values: np.ndarray) -> int:
@@ -99,7 +110,8 @@ def excluding(h: EstimateFn, taken: Callable[[np.ndarray], np.ndarray]) -> Estim
 @blas_threads
 def maximize(h: EstimateFn, C: np.ndarray, space: SearchSpace, smooth: bool,
              n_starts: int = 3, discrete: bool = False,
-             taken: Callable[[np.ndarray], np.ndarray] | None = None) -> np.ndarray:
+             taken: Callable[[np.ndarray], np.ndarray] | None = None,
+             joint: bool = True) -> np.ndarray:
     """Best snapped input for ``h`` over candidates ``C`` (+ L-BFGS-B refinement if smooth,
     + a local search over the discrete parameters if ``discrete`` and smooth), never one that
     ``taken`` marks (a mask per row: e.g. a copy of a running trial), unless every candidate is."""
@@ -108,13 +120,19 @@ def maximize(h: EstimateFn, C: np.ndarray, space: SearchSpace, smooth: bool,
     out = taken(C) if taken is not None else np.zeros(len(C), dtype=bool)
     if out.all():
         out[:], taken = False, None
-    vals = top(C, k + int(out.sum())) if top is not None else h(C)
+    if top is not None and smooth and out.any():
+        # fresh candidates (no cached anchor set): score only those not taken, so the k best
+        # set the pruning threshold instead of the k + |taken| best
+        vals = np.full(len(C), -np.inf)
+        vals[~out] = top(C[~out], k)
+    else:
+        vals = top(C, k + int(out.sum())) if top is not None else h(C)
     vals = np.where(out, -np.inf, vals)
     best = argmax(vals)
     if not smooth or n_starts <= 0:
         return C[best]
     order = np.argsort(-np.where(np.isfinite(vals), vals, -np.inf))[:n_starts]
-    x, _ = refine(h, C[order])        # on h itself: L-BFGS-B needs finite values
+    x, _ = refine(h, C[order], joint=joint)   # on h itself: L-BFGS-B needs finite values
     if taken is not None:             # a refined point that is taken falls back to C[best]
         h = excluding(h, taken)
     x_snapped = space.snap(x)[0]

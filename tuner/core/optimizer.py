@@ -370,7 +370,7 @@ class Optimizer:
         y_all = self._censored(done)
         post = self._fit_and_view(self.objective, done, y_all, self._targets)
         beta = self.exploration.beta_t(self.objective.gp_all, t)
-        nu = self.exploration.nu(post, self.trials, m, now, t, beta, s.b_y)
+        nu = self.exploration.nu(post, self.trials, self._live.values(), m, now, t, beta, s.b_y)
         self.last_nu = nu
         C = candidate_set(self.space, self.rng, s.n_candidates,
                           incumbents=self._incumbents(done), n_local=s.n_local, domain=self.domain)
@@ -386,7 +386,7 @@ class Optimizer:
         taken = self._near_running(z)
         if not self.constraints:
             return maximize(f_est, C, self.space, smooth=smooth, n_starts=s.n_starts,
-                            discrete=discrete, taken=taken)
+                            discrete=discrete, taken=taken, joint=s.refine == "joint")
         lo, hi = self._reward_range()
         f_bound = self._f_bound()
         g_ests = [on_configs(self._constraint_estimate(j, m, now, t, joint))
@@ -399,7 +399,7 @@ class Optimizer:
             return self.handler.score(t, scale[0] + scale[1] * f_est(U), [g(U) for g in g_ests], f_bound)
 
         x = maximize(h, C, self.space, smooth=smooth, n_starts=s.n_starts, discrete=discrete,
-                     taken=taken)
+                     taken=taken, joint=s.refine == "joint")
         if self.handler.g_estimate != "sample":     # SCGP's step is in suggest(), every round
             self.handler.after_choice(t, [float(g(x[None, :])[0]) for g in g_ests], f_bound)
         return x
@@ -433,7 +433,8 @@ class Optimizer:
         post_g = self._constraint_posterior(j, m, now)
         beta_g = float(s.beta_g) if s.beta_g is not None else self.exploration.beta_t(
             self.objective.gp_all, t)
-        nu_g = self.exploration.nu(post_g, self.trials, m, now, t, beta_g, s.b_c)  # v_t^g, 004 §5
+        nu_g = self.exploration.nu(post_g, self.trials, self._live.values(), m, now, t, beta_g,
+                                   s.b_c)  # v_t^g, 004 §5
         if self.handler.g_estimate in SHIFTS:
             return acq.shifted(post_g, SHIFTS[self.handler.g_estimate] * nu_g)
         if self.handler.g_estimate == "pof":

@@ -60,6 +60,7 @@ class Settings:
     n_candidates: int = 1024
     n_local: int = 128
     n_starts: int = 3
+    refine: str = "joint"              # the L-BFGS-B starts as one run on their sum, or one run each
     discrete_search: str = "local"     # ints and categories: local search after rounding, or round
     running_correlation: float | None = 0.999   # never suggest x this correlated with a running
                                                 # trial (a copy); None: allowed (001)
@@ -140,6 +141,7 @@ PAPER_EXACT: dict[str, Any] = {
     "constraint_handler": "rpol", "censor_at_partial": False, "discrete_search": "round",
     "categorical_lengthscale": "per-choice", "budget_scale": "linear", "context_kernel": "product",
     "exact_until": None, "refit_growth": 0.0, "running_correlation": None,
+    "refine": "each",
 }
 
 
@@ -177,6 +179,7 @@ SETTINGS_FIELDS: dict[str, Field] = {
     "n_candidates": Field((int,), minimum=1),
     "n_local": Field((int,), minimum=0),
     "n_starts": Field((int,), minimum=0),
+    "refine": Field((str,), choices=("joint", "each")),
     "discrete_search": Field((str,), choices=("local", "round")),
     "running_correlation": Field((float, None), above=0, maximum=1),
     "seed": Field((int,)),
