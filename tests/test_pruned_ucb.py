@@ -44,3 +44,44 @@ def test_maximize_chooses_the_same_point_with_and_without_bounds():
     C = space.snap(U)
     assert np.array_equal(maximize(h, C, space, smooth=True),
                           maximize(lambda V: h(V), C, space, smooth=True))
+
+
+def test_maximize_leaves_taken_candidates_out_and_still_chooses_the_best_of_the_rest():
+    """Candidates near running trials are dropped before the bounded scoring: the choice
+    (without refinement) is the best untaken candidate by the full evaluation."""
+    space = SearchSpace.from_dict({f"x{i}": {"type": "float", "low": 0, "high": 1} for i in range(D)})
+    h = shifted(Posterior(GP_ALL, Y, GP_ALL), 1.0)
+    C = space.snap(U)
+    full = h(C)
+    taken_rows = np.argsort(-full)[:200]           # the 200 best are all "taken"
+    mask = np.zeros(len(C), dtype=bool)
+    mask[taken_rows] = True
+
+    def taken(V):
+        return np.array([bool(np.any(np.all(C[mask] == v, axis=1))) for v in V])
+
+    x = maximize(h, C, space, smooth=True, n_starts=0, taken=taken)
+    assert np.array_equal(x, C[np.argsort(-np.where(mask, -np.inf, full))[0]])
+    refined = maximize(h, C, space, smooth=True, taken=taken)
+    assert not taken(refined[None, :])[0]
+    assert h(refined[None, :])[0] >= np.max(np.where(mask, -np.inf, full)) - 1e-12
+
+
+@pytest.mark.parametrize("joint", [True, False])
+def test_refine_starts_each_reach_their_own_local_maximum(joint):
+    """The joint L-BFGS-B run on the sum of the starts' values is separable: every start
+    climbs its own hill, as separate runs do, and the best end point is returned."""
+    from tuner.core.maximize import refine
+
+    peaks = np.array([[0.2, 0.2], [0.8, 0.7], [0.3, 0.85]])
+    heights = np.array([1.0, 1.5, 0.7])
+
+    def h(V):
+        d2 = ((V[:, None, :] - peaks[None]) ** 2).sum(-1)
+        return (heights * np.exp(-d2 / 0.01)).sum(1)
+
+    starts = peaks + np.array([[0.05, -0.04], [-0.06, 0.05], [0.04, 0.03]])
+    x, v = refine(h, starts, joint=joint)
+    assert np.allclose(x, peaks[1], atol=1e-3) and v == pytest.approx(1.5, abs=1e-4)
+    x, v = refine(h, starts[[0, 2]], joint=joint)      # without the highest hill's start
+    assert np.allclose(x, peaks[0], atol=1e-3) and v == pytest.approx(1.0, abs=1e-4)
