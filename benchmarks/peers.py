@@ -98,6 +98,8 @@ ABLATION: dict[str, dict[str, Any]] = {
     "default-kauto-d1": {**DEFAULT, "kernel": "auto", "n_initial": lambda p: len(p.space) + 1},
     # large studies (issue 22): copies of running trials allowed, as before running_correlation
     "default-copies": {**DEFAULT, "running_correlation": None},
+    # the L-BFGS-B starts one run each, as before refine: joint
+    "default-refine-each": {**DEFAULT, "refine": "each"},
 }
 PEERS = ("optuna-tpe", "optuna-gp", "syne-botorch")
 METHODS = (*PROJECT, *PEERS)

@@ -174,3 +174,25 @@ def test_the_shared_part_is_large_when_the_contexts_share_their_optimum(moves, s
     again = Optimizer.from_state(opt.state_dict(), clock=SimClock())
     assert again.objective.gp_all.hyper.share == w
     assert again.suggest(context={"z": 0.2}).config == opt.suggest(context={"z": 0.2}).config
+
+
+def test_at_a_context_without_a_result_the_choice_is_the_posterior_mean_best():
+    """new_context: mean (default): until a result at z_t arrives, x_t maximizes the posterior
+    mean at z_t (no exploration term); once one has, UCB again.  "ucb" is paper 001's rule."""
+    from tuner import PAPER_EXACT, Settings
+
+    assert Settings(**PAPER_EXACT).new_context == "ucb"
+    opt = trained()
+    s = opt.suggest(context={"z": 0.5})              # no result at 0.5 yet
+    assert opt.last_nu == 0.0
+    post = opt.objective_posterior()
+    U = np.linspace(0, 1, 201)[:, None]
+    mean = post.predict(np.hstack([U, np.full_like(U, 0.5)]))[0]
+    assert abs(s.config["x"] - U[np.argmax(mean), 0]) < 0.02
+    opt.tell(s.trial_id, g(s.config["x"], 0.5))
+    opt.suggest(context={"z": 0.5})
+    assert opt.last_nu > 0.0
+    assert opt.suggest(context={"z": 0.2}) and opt.last_nu > 0.0
+    ucb = trained(new_context="ucb")
+    ucb.suggest(context={"z": 0.5})
+    assert ucb.last_nu > 0.0

@@ -64,7 +64,9 @@ METHODS = {"cgp-ucb-sdf": ("gp-ucb-sdf", "context"), "gp-ucb-sdf": ("gp-ucb-sdf"
            "optuna-tpe-warm": ("tpe", "optuna"), "optuna-gp-warm": ("gp", "optuna"),
            # the shared-context kernel k_x (w + (1 - w) k_z) (``context_kernel: shared``)
            "cgp-ucb-shared": ("gp-ucb-sdf", "context-shared"),
-           "cgp-ts-shared": ("gp-ts-sdf", "context-shared")}
+           "cgp-ts-shared": ("gp-ts-sdf", "context-shared"),
+           # the same, with the posterior mean (no exploration) at a context until its first result
+           "cgp-ucb-shared-mean": ("gp-ucb-sdf", "context-shared-mean")}
 PAPER_METHODS = [m for m in METHODS if not m.startswith("optuna") and not m.endswith("shared")]
 SETTINGS = {**PAPER_EXACT, "window": float(WINDOW), "nu_terms": "window", "beta": 1.0,
             "objective_bounds": (0.0, 1.0), "n_candidates": 256, "n_local": 32}
@@ -237,7 +239,8 @@ class OptunaWarm:
 
 def _make(tasks: Tasks, algorithm: str, kind: str, seed: int, product: bool) -> Optimizer:
     settings = {**(PRODUCT if product else SETTINGS),      # cgp-*-sdf: the paper's product kernel
-                "context_kernel": "shared" if kind == "context-shared" else "product"}
+                "context_kernel": "shared" if kind.startswith("context-shared") else "product",
+                "new_context": "mean" if kind.endswith("-mean") else "ucb"}
     return Optimizer(tasks.space, algorithm=algorithm, seed=seed, clock=SimClock(),
                      context_space=tasks.context_space if kind.startswith("context") else None,
                      **settings)

@@ -371,6 +371,9 @@ class Optimizer:
         post = self._fit_and_view(self.objective, done, y_all, self._targets)
         beta = self.exploration.beta_t(self.objective.gp_all, t)
         nu = self.exploration.nu(post, self.trials, self._live.values(), m, now, t, beta, s.b_y)
+        if z is not None and s.new_context == "mean" and not any(
+                np.array_equal(tr.x[-len(z):], z) for tr in done):
+            nu = 0.0     # no result at z_t yet: the best guess the other contexts give
         self.last_nu = nu
         C = candidate_set(self.space, self.rng, s.n_candidates,
                           incumbents=self._incumbents(done), n_local=s.n_local, domain=self.domain)

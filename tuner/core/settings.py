@@ -62,6 +62,8 @@ class Settings:
     n_starts: int = 3
     refine: str = "joint"              # the L-BFGS-B starts as one run on their sum, or one run each
     discrete_search: str = "local"     # ints and categories: local search after rounding, or round
+    new_context: str = "mean"          # at a context without a result yet: the posterior mean
+                                       # (no exploration term), or "ucb" (001 §5)
     running_correlation: float | None = 0.999   # never suggest x this correlated with a running
                                                 # trial (a copy); None: allowed (001)
     seed: int = 0
@@ -141,7 +143,7 @@ PAPER_EXACT: dict[str, Any] = {
     "constraint_handler": "rpol", "censor_at_partial": False, "discrete_search": "round",
     "categorical_lengthscale": "per-choice", "budget_scale": "linear", "context_kernel": "product",
     "exact_until": None, "refit_growth": 0.0, "running_correlation": None,
-    "refine": "each",
+    "refine": "each", "new_context": "ucb",
 }
 
 
@@ -182,6 +184,7 @@ SETTINGS_FIELDS: dict[str, Field] = {
     "refine": Field((str,), choices=("joint", "each")),
     "discrete_search": Field((str,), choices=("local", "round")),
     "running_correlation": Field((float, None), above=0, maximum=1),
+    "new_context": Field((str,), choices=("ucb", "mean")),
     "seed": Field((int,)),
     "constraints": Field((list, tuple)),
     "constraint_handler": Field((str,), choices=lambda: list(HANDLERS)),
