@@ -196,3 +196,17 @@ def test_at_a_context_without_a_result_the_choice_is_the_posterior_mean_best():
     ucb = trained(new_context="ucb")
     ucb.suggest(context={"z": 0.5})
     assert ucb.last_nu > 0.0
+
+
+def test_a_context_that_changes_at_every_suggestion_keeps_exploring():
+    """Only contexts that repeat (tasks, datasets, studies) start from the mean: with a new
+    float context at every call, every suggestion is still UCB (nu_t > 0 once results exist)."""
+    opt = Optimizer(LINE, context_space=Z, seed=0, objective_bounds=(-1, 0), clock=SimClock())
+    rng = np.random.default_rng(3)
+    nus = []
+    for _ in range(20):
+        z = float(rng.random())
+        s = opt.suggest(context={"z": z})
+        nus.append(opt.last_nu)
+        opt.tell(s.trial_id, g(s.config["x"], z))
+    assert all(nu > 0.0 for nu in nus[2:])

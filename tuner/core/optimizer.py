@@ -21,7 +21,7 @@ import math
 import os
 import time
 from dataclasses import asdict, dataclass, replace
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -371,8 +371,7 @@ class Optimizer:
         post = self._fit_and_view(self.objective, done, y_all, self._targets)
         beta = self.exploration.beta_t(self.objective.gp_all, t)
         nu = self.exploration.nu(post, self.trials, self._live.values(), m, now, t, beta, s.b_y)
-        if z is not None and s.new_context == "mean" and not any(
-                np.array_equal(tr.x[-len(z):], z) for tr in done):
+        if z is not None and s.new_context == "mean" and self._new_context(z, done):
             nu = 0.0     # no result at z_t yet: the best guess the other contexts give
         self.last_nu = nu
         C = candidate_set(self.space, self.rng, s.n_candidates,
@@ -406,6 +405,16 @@ class Optimizer:
         if self.handler.g_estimate != "sample":     # SCGP's step is in suggest(), every round
             self.handler.after_choice(t, [float(g(x[None, :])[0]) for g in g_ests], f_bound)
         return x
+
+    def _new_context(self, z: np.ndarray, done: Sequence[Trial]) -> bool:
+        """No usable result at exactly z_t yet, among contexts that repeat (tasks, datasets,
+        studies: at most half as many distinct contexts as trials).  A context that changes at
+        every suggestion is never new, or the rule would switch exploration off for good."""
+        k = len(z)
+        if any(np.array_equal(tr.x[-k:], z) for tr in done):
+            return False
+        distinct = {tr.x[-k:].tobytes() for tr in self.trials} | {z.tobytes()}
+        return len(distinct) <= len(self.trials) / 2
 
     def _near_running(self, z: np.ndarray | None) -> Callable[[np.ndarray], np.ndarray] | None:
         """A mask of the configurations (at z_t) whose prior correlation k(x, x_s) / a with a
