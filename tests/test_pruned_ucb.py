@@ -60,7 +60,11 @@ def test_maximize_leaves_taken_candidates_out_and_still_chooses_the_best_of_the_
     def taken(V):
         return np.array([bool(np.any(np.all(C[mask] == v, axis=1))) for v in V])
 
+    calls = []
+    top = h.top
+    h.top = lambda V, k: calls.append((len(V), k)) or top(V, k)
     x = maximize(h, C, space, smooth=True, n_starts=0, taken=taken)
+    assert calls == [(len(C) - 200, 1)]          # scored without the taken, threshold the best
     assert np.array_equal(x, C[np.argsort(-np.where(mask, -np.inf, full))[0]])
     refined = maximize(h, C, space, smooth=True, taken=taken)
     assert not taken(refined[None, :])[0]
