@@ -23,6 +23,7 @@ of the driver, and of the MLflow writer process (the largest child process waite
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import resource
 import tempfile
@@ -68,11 +69,11 @@ def run_bare(n: int, slots: int) -> dict:
             "wall": time.time() - t0}
 
 
-def run_tuner(n: int, slots: int, algorithm: str, root: Path) -> dict:
+def run_tuner(n: int, slots: int, algorithm: str, root: Path, settings: dict | None = None) -> dict:
     study = f"bench-{algorithm}-{slots}"
     cfg = load_study({"study": study, "trainable": sleep_trial, "space": SPACE,
                       "objective": {"metric": "score", "mode": "max"},
-                      "optimizer": {"algorithm": algorithm},
+                      "optimizer": {"algorithm": algorithm, **(settings or {})},
                       "run": {"trials": n, "max_concurrent": slots, "cpus_per_trial": 2 / slots},
                       "mlflow": {"tracking_uri": f"sqlite:///{root}/mlflow.db"},
                       "output": str(root / "runs")})
@@ -94,8 +95,11 @@ def main() -> None:
                     help="each trial sleeps U(LOW, HIGH) milliseconds")
     ap.add_argument("--cold", action="store_true",
                     help="no throw-away study first (the first study then pays MLflow's cold start)")
+    ap.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE",
+                    help="optimizer settings for the tuner ways (VALUE as JSON), e.g. fit_restarts=0")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
+    settings = {k: json.loads(v) for k, v in (item.split("=", 1) for item in args.set)}
     global LOW, HIGH
     LOW, HIGH = args.ms[0] / 1e3, args.ms[1] / 1e3
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False,
@@ -108,7 +112,7 @@ def main() -> None:
             for way in args.ways:
                 r = (run_bare(args.trials, slots) if way == "bare" else
                      run_tuner(args.trials, slots, "random" if way == "tuner-random" else "gp-ucb-sdf",
-                               Path(tmp)))
+                               Path(tmp), settings))
                 util = r["work"] / (slots * r["span"])
                 over = (slots * r["span"] - r["work"]) / max(r["trials"], 1)
                 rows.append({"slots": slots, "way": way, "trials": r["trials"],
@@ -135,7 +139,8 @@ def main() -> None:
             f"# `tuner run` against a bare Ray-task loop ({args.trials} trials of "
             f"{1e3 * LOW:.0f}-{1e3 * HIGH:.0f} ms)\n\nCommand: `python scripts/bench/bench_run_loop.py "
             f"--trials {args.trials} --slots {' '.join(map(str, args.slots))} --ms {args.ms[0]:g} "
-            f"{args.ms[1]:g} --ways {' '.join(args.ways)}{' --cold' if args.cold else ''}`\n\n" + "\n".join(lines) + "\n")
+            f"{args.ms[1]:g} --ways {' '.join(args.ways)}{' --cold' if args.cold else ''}"
+            f"{' --set ' + ' '.join(args.set) if args.set else ''}`\n\n" + "\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":
