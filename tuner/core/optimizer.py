@@ -410,11 +410,12 @@ class Optimizer:
         """No usable result at exactly z_t yet, among contexts that repeat (tasks, datasets,
         studies: at most half as many distinct contexts as trials).  A context that changes at
         every suggestion is never new, or the rule would switch exploration off for good."""
-        k = len(z)
-        if any(np.array_equal(tr.x[-k:], z) for tr in done):
+        k, key = len(z), z.tobytes()
+        distinct = {tr.x[-k:].tobytes() for tr in self.trials} | {key}
+        if len(distinct) > len(self.trials) / 2:
             return False
-        distinct = {tr.x[-k:].tobytes() for tr in self.trials} | {z.tobytes()}
-        return len(distinct) <= len(self.trials) / 2
+        # newest first: a result at z_t, if any, is most likely among the latest
+        return not any(tr.x[-k:].tobytes() == key for tr in reversed(done))
 
     def _near_running(self, z: np.ndarray | None) -> Callable[[np.ndarray], np.ndarray] | None:
         """A mask of the configurations (at z_t) whose prior correlation k(x, x_s) / a with a
