@@ -13,7 +13,9 @@
 * ``recent``: the posterior from a subset of the inputs only (the sliding window of RPOL-SWUCB,
   004 §6 / App. D), with the same hyperparameters;
 * ``members``: past ``Settings.exact_until`` started trials, the trials both GPs are built on
-  (``tuner.core.subset``; None: every trial, the exact GP).
+  (``tuner.core.subset``; None: every trial, the exact GP);
+* ``deferred``: past ``fit_max_points`` usable results with ``Settings.refit_apply: next``, the
+  fit started when the last one was due, applied when the next is due (``tuner.core.fit_job``).
 
 The optimizer owns one model for the objective and one per bandit-feedback constraint; what
 differs between them is only the target vector they are given.
@@ -27,6 +29,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .censoring import Trial
+from .fit_job import FitJob, PendingFit, Pool
 from .gp import (GaussianProcess, HyperBounds, Hyperparameters, Posterior, SoftCensoredPosterior,
                  fit_and_score)
 from .kernels import Kernel
@@ -52,6 +55,7 @@ class CensoredModel:
         self.members: list[int] | None = None   # start indices the GPs are built on (None: all)
         self._member_set: set[int] = set()
         self.built_at = 0     # started trials when the members were chosen
+        self.deferred: PendingFit | None = None   # a fit in flight (refit_apply: next)
 
     def append(self, x: np.ndarray, index: int) -> None:
         """A started trial (start index ``index``) enters the model."""
@@ -98,14 +102,20 @@ class CensoredModel:
 
     def maybe_refit(self, done: Sequence[Trial], y: np.ndarray, every: int, max_points: int,
                     restarts: int, rng: np.random.Generator, dense_until: int = 0,
-                    lengthscale_prior: bool = False, growth: float = 0.0) -> bool:
+                    lengthscale_prior: bool = False, growth: float = 0.0, defer: bool = False,
+                    pool: Pool | None = None) -> bool:
         """Marginal-likelihood fit every ``every`` usable results (001 App. C: every 10), or
         once they grew by the fraction ``growth`` if that is more (a fit costs the same at any
         n past ``max_points``, and moves the hyperparameters less and less), and after every
-        new usable result while there are at most ``dense_until`` of them (from 2).
+        new usable result while there are at most ``dense_until`` of them (from 2).  Returns
+        whether the hyperparameters in force changed.
 
         Above ``max_points`` results the fit uses the newest half plus a random sample of the
         rest (the fit is O(n^3) per likelihood evaluation; the posterior still uses every point).
+        There, with ``defer``, the fit due now starts (in ``pool`` if given) and the one started
+        at the last due point is applied instead: the hyperparameters lag one refit interval
+        (deviation from 001 App. C, ``Settings.refit_apply``), and the fit leaves the
+        suggestion's path.
         """
         dense = 2 <= len(done) <= dense_until and len(done) > self.fit_n
         if not dense and len(done) < self.fit_n + refit_interval(every, growth, self.fit_n):
@@ -118,15 +128,30 @@ class CensoredModel:
         X = np.vstack([done[i].x for i in idx])
         # the kernel in use first, so a single kernel fits exactly as before
         order = sorted(self.kernels, key=lambda k: k is not self.gp_all.kernel)
+        self.fit_n = len(done)
+        if defer and len(done) > max_points:
+            applied = self.deferred is not None
+            if applied:
+                self._apply(*self.deferred.result())
+            job = FitJob(order, X, y[idx], [done[i].trial_id for i in idx], self.gp_all.hyper,
+                         int(rng.integers(2 ** 63 - 1)), self.bounds, restarts, lengthscale_prior,
+                         self.groups)
+            self.deferred = PendingFit(job, pool)
+            return applied
+        self.deferred = None
         fits = [(fit_and_score(k, X, y[idx], self.gp_all.hyper, rng, self.bounds, restarts,
                                lengthscale_prior, self.groups), k) for k in order]
         (hyper, _), kernel = min(fits, key=lambda f: f[0][1])
+        self._apply(hyper, kernel)
+        return True
+
+    def _apply(self, hyper: Hyperparameters, kernel: Kernel) -> None:
+        """Put fitted hyperparameters (and the kernel they were fit for) in force: both GPs are
+        factorized afresh (the replay's base, ``load_state``)."""
         self.gp_all.kernel = self.gp_done.kernel = kernel
         self.gp_all.set_hyperparameters(hyper)
         self.gp_done.set_hyperparameters(hyper)
-        self.fit_n = len(done)
         self.all_base, self.done_base = self.gp_all.n, self.gp_done.n
-        return True
 
     def posterior(self, pending: str, y_all: np.ndarray | None, y_done: np.ndarray) -> Posterior:
         """censor: GP over all started trials with censored targets; ignore: usable results
@@ -153,11 +178,14 @@ class CensoredModel:
                 "done_ids": list(self.done_ids), "done_base": self.done_base,
                 "kernel": self.gp_all.kernel.name,
                 **({"members": list(self.members), "built_at": self.built_at}
-                   if self.members is not None else {})}
+                   if self.members is not None else {}),
+                **({"deferred": self.deferred.job.state_dict()} if self.deferred is not None else {})}
 
     def load_state(self, state: dict[str, Any], trials: Sequence[Trial]) -> None:
         """Replay the factorizations as they happened: a full one at the last fit, then one
-        appended row per input, so the factor (and the next suggestion) is bit-identical."""
+        appended row per input, so the factor (and the next suggestion) is bit-identical; a fit
+        that was in flight is set up again from the same inputs (run when it is applied, or in
+        the pool the optimizer is given, ``Optimizer.run_fits_in``)."""
         hyper = Hyperparameters.from_dict(state["hyper"])
         self.gp_all.hyper = self.gp_done.hyper = hyper
         if "kernel" in state:     # the kernel chosen at the last fit (one of the settings')
@@ -177,6 +205,12 @@ class CensoredModel:
         Xd = np.vstack([by_id[i].x for i in self.done_ids]) if self.done_ids else np.zeros((0, dim))
         self.gp_done.reset(Xd[: self.done_base])
         self.gp_done.extend(Xd[self.done_base:])
+        job = state.get("deferred")
+        self.deferred = None if job is None else PendingFit(FitJob(
+            [next(k for k in self.kernels if k.name == name) for name in job["kernels"]],
+            np.vstack([by_id[i].x for i in job["ids"]]), np.asarray(job["y"], dtype=float),
+            list(job["ids"]), Hyperparameters.from_dict(job["start"]), int(job["seed"]), self.bounds,
+            int(job["restarts"]), bool(job["prior"]), self.groups))
 
 
 def refit_interval(every: int, growth: float, fit_n: int) -> int:

@@ -33,6 +33,7 @@ from .constraints import feasible as _feasible
 from .context import Contexts
 from .design import StartupDesign
 from .exploration import Exploration
+from .fit_job import Pool
 from .gp import Hyperparameters, Posterior
 from .kernels import make_kernel
 from .maximize import maximize, candidate_set
@@ -518,6 +519,16 @@ class Optimizer:
             raise ValueError(f"trial {trial_id} is already {trial.status}; a result is told once")
         self._changed.add(trial_id)     # the caller changes it
         return trial
+
+    def run_fits_in(self, pool: Pool | None) -> None:
+        """Run the deferred marginal-likelihood fits (``Settings.refit_apply: next``) in ``pool``
+        (e.g. a one-process ``concurrent.futures.ProcessPoolExecutor``), not on the caller's
+        thread when they are applied; the suggestions do not change.  A fit in flight (a
+        resumed state) starts there now.  None: run them here."""
+        self.view.fit_pool = pool
+        for model in (self.objective, *self.constraint_models):
+            if model.deferred is not None:
+                model.deferred.submit(pool)
 
     def state_dict(self) -> dict[str, Any]:
         """The whole state as saved (``tuner.core.state``)."""

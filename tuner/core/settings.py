@@ -52,6 +52,8 @@ class Settings:
     refit_every: int = 10
     refit_growth: float = 0.01         # and only once the usable results grew by this fraction
     refit_dense_until: int = 0         # also refit after each usable result up to this many
+    refit_apply: str = "next"          # past fit_max_points results, a fit is applied when the next
+                                       # is due (computed meanwhile, off the suggestion's path), or "now"
     lengthscale_prior: bool = True     # MAP fit with Optuna GPSampler's lengthscale prior
     fit_max_points: int = 500
     fit_restarts: int = 1
@@ -143,7 +145,7 @@ PAPER_EXACT: dict[str, Any] = {
     "constraint_handler": "rpol", "censor_at_partial": False, "discrete_search": "round",
     "categorical_lengthscale": "per-choice", "budget_scale": "linear", "context_kernel": "product",
     "exact_until": None, "refit_growth": 0.0, "running_correlation": None,
-    "refine": "each", "new_context": "ucb",
+    "refine": "each", "new_context": "ucb", "refit_apply": "now",
 }
 
 
@@ -172,6 +174,7 @@ SETTINGS_FIELDS: dict[str, Field] = {
     "refit_every": Field((int,), minimum=1),
     "refit_dense_until": Field((int,), minimum=0),
     "refit_growth": Field((float,), minimum=0),
+    "refit_apply": Field((str,), choices=("next", "now")),
     "lengthscale_prior": Field((bool,)),
     "fit_max_points": Field((int,), minimum=1),
     "fit_restarts": Field((int,), minimum=0),

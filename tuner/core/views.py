@@ -10,6 +10,7 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 
 from .algorithms import Algorithm
+from .fit_job import Pool
 from .gp import Posterior
 from .model import CensoredModel, soft_view
 from .settings import Settings
@@ -21,6 +22,7 @@ Targets = Callable[[list[Trial]], np.ndarray]
 class PosteriorView:
     def __init__(self, settings: Settings, algorithm: Algorithm, dim: int):
         self.settings, self.algorithm, self.dim = settings, algorithm, dim
+        self.fit_pool: Pool | None = None    # where deferred fits run (``Optimizer.run_fits_in``)
 
     def __call__(self, model: CensoredModel, trials: Sequence[Trial], by_id: Mapping[int, Trial],
                  done: list[Trial], y_all: np.ndarray, targets: Targets, rng: np.random.Generator,
@@ -49,7 +51,7 @@ class PosteriorView:
         if refit and self.algorithm.estimate != "random":
             model.maybe_refit(done, targets(done), s.refit_every, s.fit_max_points,
                               s.fit_restarts, rng, s.refit_dense_until, s.lengthscale_prior,
-                              s.refit_growth)
+                              s.refit_growth, s.refit_apply == "next", self.fit_pool)
         soft = s.censoring == "soft" and self.algorithm.pending == "censor"
         if s.sliding_window:
             recent = list(trials[-int(s.sliding_window):])

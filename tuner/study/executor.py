@@ -4,11 +4,14 @@ and hands the study loop its backend (``tuner.loop.loop.Backend``)."""
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator, Mapping, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Protocol
 
 from tuner.loop.loop import Backend
 
 from .progress import Progress
+
+if TYPE_CHECKING:     # the fit's module loads scipy, which `tuner --help` must not
+    from tuner.core.fit_job import Pool
 
 
 class RunFailed(Exception):
@@ -43,6 +46,10 @@ class Executor(Protocol):
     def backend(self, clock: Callable[[], float], grace: float,
                 interrupted: Callable[[], bool]) -> Backend:
         """The backend the study loop launches, waits for and stops trials on."""
+
+    def fit_pool(self) -> Pool | None:
+        """Where the optimizer's deferred fits run (``Optimizer.run_fits_in``); None: in the
+        driver."""
 
     def close(self) -> None:
         """Release what ``start`` started."""

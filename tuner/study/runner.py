@@ -210,6 +210,7 @@ class StudyRunner:
         """The trials, until the study ends, fails fast or is stopped: (status, failure)."""
         study, progress = self.study, self.progress
         opt, run = study.optimizer, self.cfg.run
+        opt.run_fits_in(self.executor.fit_pool())
         study.t0 = self.clock()
         with StopOnSignal() as stop:
             backend = self.executor.backend(self.clock, self.grace, stop)

@@ -24,6 +24,7 @@ from tuner.study.executor import RunFailed
 from tuner.study.progress import Progress
 
 from .backend import RayBackend, execute_steps, execute_trial, first_line, lost_text, task_error
+from .fits import RayFitPool
 
 GATE_TIMEOUT = 120.0   # seconds a warm-up run waits for the other slots' runs
 
@@ -97,6 +98,8 @@ class RayExecutor:
 
     def __init__(self, cfg: StudyConfig):
         self.address, self.run = cfg.ray.address, cfg.run
+        s = cfg.settings    # deferred fits due (Settings.refit_apply): their actor starts with Ray
+        self.fits_due = s.refit_apply == "next" and cfg.run.trials > s.fit_max_points
         self.trainable_name = cfg.trainable
         self.trainable = ship_trainable(cfg)
         self.options = cfg.trainable_options
@@ -104,6 +107,7 @@ class RayExecutor:
         self.fits = self.run.max_concurrent
         self.reports = cfg.fidelity is not None    # trials run as generator tasks, reporting
         self._task: Any = None
+        self._fits = RayFitPool()
 
     @property
     def where(self) -> str:
@@ -120,6 +124,8 @@ class RayExecutor:
         # Ray runs a task again when its worker or node is lost (not when it raises)
         self._task = ray.remote(max_retries=self.run.retries, **self._resources())(
             execute_steps if self.reports else execute_trial)
+        if self.fits_due:
+            self._fits.start()
 
     def _resources(self) -> dict[str, Any]:
         """``ray.remote``'s options for one trial: ``run.cpus_per_trial`` and
@@ -178,8 +184,14 @@ class RayExecutor:
         return RayBackend(self._task, self.trainable, self.options, self.run.seed, clock=clock,
                           grace=grace, interrupted=interrupted)
 
+    def fit_pool(self) -> RayFitPool:
+        """Where the optimizer's deferred fits run: an actor beside the trials (``fits``)."""
+        return self._fits
+
     def close(self) -> None:
-        """Shut down the Ray this executor started (a joined one is left running)."""
+        """End the fit actor; shut down the Ray this executor started (a joined one is left
+        running)."""
+        self._fits.close()
         if self.started_here:
             self.started_here = False
             ray.shutdown()

@@ -1,0 +1,83 @@
+"""A marginal-likelihood fit as a job of its own (``Settings.refit_apply: next``): its inputs
+are fixed when the fit is due, it runs while the study goes on (in the process pool the study
+hands the optimizer, ``Optimizer.run_fits_in``, or here when there is none), and its result is
+applied when the next fit is due.  Where it ran does not change what it returns, so the
+suggestions are the same with a pool, without one, and after a resume with a fit in flight.
+
+``pool`` is anything with ``submit(fn, *args) -> concurrent.futures.Future``.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import Future
+from dataclasses import dataclass
+from typing import Any, Protocol, Sequence
+
+import numpy as np
+
+from .gp import HyperBounds, Hyperparameters, fit_and_score
+from .kernels import Kernel
+
+
+class Pool(Protocol):
+    def submit(self, fn: Any, /, *args: Any) -> Future: ...
+
+
+@dataclass
+class FitJob:
+    """One fit (``CensoredModel.maybe_refit``): each kernel of ``kernels`` fit on (X, y) from
+    ``start``, restarts drawn from ``seed``; ``ids``: the trials of X's rows (for the state)."""
+
+    kernels: Sequence[Kernel]
+    X: np.ndarray
+    y: np.ndarray
+    ids: list[int]
+    start: Hyperparameters
+    seed: int
+    bounds: HyperBounds
+    restarts: int
+    prior: bool
+    groups: np.ndarray | None
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"ids": list(self.ids), "y": [float(v) for v in self.y], "start": self.start.to_dict(),
+                "seed": self.seed, "kernels": [k.name for k in self.kernels],
+                "restarts": self.restarts, "prior": self.prior}
+
+
+def run_fit(job: FitJob) -> tuple[Hyperparameters, int]:
+    """The job's fit: the hyperparameters of the kernel of highest evidence, and its index."""
+    rng = np.random.default_rng(job.seed)
+    fits = [fit_and_score(k, job.X, job.y, job.start, rng, job.bounds, job.restarts, job.prior,
+                          job.groups) for k in job.kernels]
+    best = min(range(len(fits)), key=lambda i: fits[i][1])
+    return fits[best][0], best
+
+
+class PendingFit:
+    """A submitted job and where its result will come from: the pool's future, or (no pool, or
+    the pool failed: its process was killed, say) a run here when it is asked for."""
+
+    def __init__(self, job: FitJob, pool: Pool | None = None):
+        self.job = job
+        self.future: Future | None = None
+        self.submit(pool)
+
+    def submit(self, pool: Pool | None) -> None:
+        """Start the job in ``pool`` unless it has started there already."""
+        if pool is None or self.future is not None:
+            return
+        try:
+            self.future = pool.submit(run_fit, self.job)
+        except Exception:      # a shut-down or broken pool: run here when needed
+            self.future = None
+
+    def result(self) -> tuple[Hyperparameters, Kernel]:
+        out = None
+        if self.future is not None:
+            try:
+                out = self.future.result()
+            except Exception:      # the pool's process died: the same fit, here
+                out = None
+        hyper, best = out if out is not None else run_fit(self.job)
+        return hyper, self.job.kernels[best]
