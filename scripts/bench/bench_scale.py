@@ -75,25 +75,27 @@ def run(problem: str, method: str, seed: int, workers: int, n_trials: int,
             "load_1min": os.getloadavg()[0]}
 
 
-def quality_table(path: Path) -> str:
-    """Per problem: mean best of each variant at 1/4, 1/2 and all trials, and the paired
-    difference subset - exact (mean and standard error over seeds, wins/ties/losses)."""
+def quality_table(path: Path, base: str = "exact", other: str = "subset") -> str:
+    """Per problem: mean best of the runs of ``base`` and of ``other`` (their ``method``) at 1/4,
+    1/2 and all trials, and the paired difference other - base (mean and standard error over
+    seeds, wins/ties/losses)."""
     data = rows(path)
-    lines = ["| problem | trials | at | exact mean | subset mean | subset - exact (se) | subset better / tied / worse | exact ms mean | subset ms mean |",
+    lines = [f"| problem | trials | at | {base} mean | {other} mean | {other} - {base} (se) | "
+             f"{other} better / tied / worse | {base} ms mean | {other} ms mean |",
              "|---|---|---|---|---|---|---|---|---|"]
     for prob in dict.fromkeys(r["problem"] for r in data):
         by = {(r["method"], r["seed"]): r for r in data if r["problem"] == prob}
-        seeds = sorted({s for m, s in by if (("exact", s) in by and ("subset", s) in by)}, key=int)
+        seeds = sorted({s for m, s in by if ((base, s) in by and (other, s) in by)}, key=int)
         if not seeds:
             continue
         for q in ("0.25", "0.5", "1"):
-            e = np.array([float(by["exact", s][f"best_{q}"]) for s in seeds])
-            u = np.array([float(by["subset", s][f"best_{q}"]) for s in seeds])
+            e = np.array([float(by[base, s][f"best_{q}"]) for s in seeds])
+            u = np.array([float(by[other, s][f"best_{q}"]) for s in seeds])
             d = u - e
             se = d.std(ddof=1) / math.sqrt(len(d)) if len(d) > 1 else math.nan
             tol = 1e-9 * (1 + np.abs(e))
-            ms = [np.mean([float(by[m, s]["suggest_ms_mean"]) for s in seeds]) for m in ("exact", "subset")]
-            lines.append(f"| {prob} | {by['exact', seeds[0]]['trials']} | {q} | {e.mean():.4g} | {u.mean():.4g} | "
+            ms = [np.mean([float(by[m, s]["suggest_ms_mean"]) for s in seeds]) for m in (base, other)]
+            lines.append(f"| {prob} | {by[base, seeds[0]]['trials']} | {q} | {e.mean():.4g} | {u.mean():.4g} | "
                          f"{d.mean():+.3g} ({se:.2g}) | {int((d > tol).sum())} / {int((abs(d) <= tol).sum())} / "
                          f"{int((d < -tol).sum())} | {ms[0]:.1f} | {ms[1]:.1f} |")
     return "\n".join(lines)
