@@ -132,3 +132,18 @@ def test_paper_exact_applies_each_fit_at_once():
 def test_a_bad_value_names_the_field_and_the_choices():
     with pytest.raises(ValueError, match=r"refit_apply.*next.*now"):
         Settings(refit_apply="later").validate()
+
+
+def test_a_study_that_starts_with_many_results_fits_at_once_first():
+    """A resumed or warm-started study past fit_max_points: its first fit is applied at once,
+    not after a refit interval on the initial hyperparameters."""
+    opt = make()
+    start = opt.objective.gp_done.hyper.to_dict()
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        c = {"x": float(rng.random()), "y": float(rng.random())}
+        opt.add_earlier(c, f(c))
+    opt.suggest()
+    model = opt.objective
+    assert model.fit_n == 20 and model.deferred is None
+    assert model.gp_done.hyper.to_dict() != start

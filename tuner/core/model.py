@@ -112,10 +112,10 @@ class CensoredModel:
 
         Above ``max_points`` results the fit uses the newest half plus a random sample of the
         rest (the fit is O(n^3) per likelihood evaluation; the posterior still uses every point).
-        There, with ``defer``, the fit due now starts (in ``pool`` if given) and the one started
-        at the last due point is applied instead: the hyperparameters lag one refit interval
-        (deviation from 001 App. C, ``Settings.refit_apply``), and the fit leaves the
-        suggestion's path.
+        There, with ``defer`` and once a fit on more than ``max_points`` results is in force, the
+        fit due now starts (in ``pool`` if given) and the one started at the last due point is
+        applied instead: the hyperparameters lag one refit interval (deviation from 001 App. C,
+        ``Settings.refit_apply``), and the fit leaves the suggestion's path.
         """
         dense = 2 <= len(done) <= dense_until and len(done) > self.fit_n
         if not dense and len(done) < self.fit_n + refit_interval(every, growth, self.fit_n):
@@ -128,8 +128,11 @@ class CensoredModel:
         X = np.vstack([done[i].x for i in idx])
         # the kernel in use first, so a single kernel fits exactly as before
         order = sorted(self.kernels, key=lambda k: k is not self.gp_all.kernel)
+        # deferred only once the fit in force used a full sample: never the first fit (a
+        # resumed or warm-started study with many results would run on the initial values)
+        deferred = defer and self.fit_n > max_points
         self.fit_n = len(done)
-        if defer and len(done) > max_points:
+        if deferred:
             applied = self.deferred is not None
             if applied:
                 self._apply(*self.deferred.result())
