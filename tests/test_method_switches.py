@@ -51,6 +51,23 @@ def test_soft_censored_posterior_is_the_gp_with_per_point_noise(n_done):
     assert np.allclose(post.predict(U, full_cov=True)[1], rcov, atol=1e-8)
 
 
+@pytest.mark.parametrize("n_done", [0, 30, 300])
+def test_sigma_at_the_censored_inputs_is_the_full_computation(n_done):
+    """nu_t's sigma at the pending trials (rows of X_c) comes from the setup's factors; it
+    equals predict's, in any order and repeated; other inputs take the full path."""
+    rng = np.random.default_rng(3)
+    X, Xc = rng.random((n_done, 3)), rng.random((12, 3))
+    gp = GaussianProcess(SquaredExponential(), Hyperparameters(1.3, LS, 1e-3))
+    gp.reset(X) if n_done else None
+    post = SoftCensoredPosterior(gp, np.sin(5 * X[:, 0]), Xc, np.zeros(12), 0.07)
+    pick = Xc[[5, 0, 11, 5]]
+    assert post._censored_rows(pick).tolist() == [5, 0, 11, 5]
+    assert np.allclose(post.std(pick), np.sqrt(post.predict(pick)[1]), rtol=1e-9, atol=1e-12)
+    other = np.vstack([Xc[:2], rng.random((1, 3))])
+    assert post._censored_rows(other) is None
+    assert np.allclose(post.std(other), np.sqrt(post.predict(other)[1]))
+
+
 def test_soft_posterior_top_candidates_equal_the_full_computation():
     """shifted_top skips candidates by bounds; the ones it keeps are exact, and the best ones
     are the best of the full computation."""

@@ -348,6 +348,7 @@ class SoftCensoredPosterior:
         self.var_gp = self.mean_gp = gp
         self.offset = 0.0          # a constant prior mean (as Posterior.offset)
         self.Xc, self.noise_c = np.asarray(Xc, dtype=float).reshape(-1, gp.dim), float(noise_c)
+        self._censored_var: np.ndarray | None = None
         self._setup(np.asarray(y, dtype=float), np.asarray(yc, dtype=float))
 
     @blas_threads
@@ -392,8 +393,32 @@ class SoftCensoredPosterior:
         var = gp.hyper.amplitude - np.einsum("ij,ij->j", Vd, Vd) - np.einsum("ij,ij->j", Vc, Vc)
         return mean, np.maximum(var, 0.0)
 
+    @blas_threads
     def std(self, U: np.ndarray) -> np.ndarray:
+        """sigma at U; at inputs that are censored entries (nu_t's pending trials, eq. 2) from
+        the factors already built, without a solve with L_d (``censored_var``)."""
+        rows = self._censored_rows(U)
+        if rows is not None:
+            return np.sqrt(self.censored_var()[rows])
         return np.sqrt(self.predict(U)[1])
+
+    def _censored_rows(self, U: np.ndarray) -> np.ndarray | None:
+        """The censored entry each row of U is (bit for bit), or None if one is not."""
+        U = np.ascontiguousarray(U, dtype=float).reshape(-1, self.Xc.shape[1])
+        where = {row.tobytes(): i for i, row in enumerate(np.ascontiguousarray(self.Xc))}
+        rows = [where.get(row.tobytes()) for row in U]
+        return None if any(r is None for r in rows) else np.asarray(rows, dtype=int)
+
+    def censored_var(self) -> np.ndarray:
+        """The posterior variance at each censored entry's input: V_d = A (from the setup),
+        V_c = L_S^{-1} (k(X_c, X_c) - A^T A), O(n p^2) instead of a solve with L_d."""
+        if self._censored_var is None:
+            gp = self.var_gp
+            Vc = solve_triangular(self.L_S, gp.k(self.Xc, self.Xc) - self.A.T @ self.A, lower=True,
+                                  check_finite=False)
+            var = gp.hyper.amplitude - np.einsum("ij,ij->j", self.A, self.A) - np.einsum("ij,ij->j", Vc, Vc)
+            self._censored_var = np.maximum(var, 0.0)
+        return self._censored_var
 
     @blas_threads
     def shifted_top(self, U: np.ndarray, weight: float, k: int) -> np.ndarray:

@@ -34,7 +34,7 @@ from .context import Contexts
 from .design import StartupDesign
 from .exploration import Exploration
 from .fit_job import Pool
-from .gp import Hyperparameters, Posterior
+from .gp import Hyperparameters, Posterior, blas_threads
 from .kernels import make_kernel
 from .maximize import maximize, candidate_set
 from .model import CensoredModel
@@ -363,6 +363,7 @@ class Optimizer:
         for model in (self.objective, *self.constraint_models):
             model.restrict(members, self.trials, t)
 
+    @blas_threads      # every BLAS call of a suggestion on one thread (gp.blas_threads)
     def _choose(self, now: float, t: int, z: np.ndarray | None = None) -> np.ndarray:
         """x_t maximizing the estimate (with a context, over x at (x, z_t): 001 §5)."""
         s, algo = self.settings, self.algorithm
