@@ -23,6 +23,7 @@ def f(c):
 
 def make(**kw):
     kw.setdefault("fit_max_points", 6)
+    kw.setdefault("refit_apply", "next")
     return Optimizer(SPACE, Settings(refit_every=3, seed=4, n_candidates=256, **kw), clock=SimClock())
 
 
@@ -122,8 +123,8 @@ def test_constraint_models_defer_their_fits_too():
     assert opt.objective.deferred is not None and opt.constraint_models[0].deferred is not None
 
 
-def test_paper_exact_applies_each_fit_at_once():
-    assert Settings(**PAPER_EXACT).refit_apply == "now"
+def test_the_default_and_paper_exact_apply_each_fit_at_once():
+    assert Settings().refit_apply == Settings(**PAPER_EXACT).refit_apply == "now"
     opt = Optimizer(SPACE, Settings(**{**PAPER_EXACT, "fit_max_points": 6}), seed=1, clock=SimClock())
     run(opt, 30)
     assert opt.objective.deferred is None and opt.objective.fit_n > 6

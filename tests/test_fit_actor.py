@@ -34,7 +34,7 @@ def test_a_study_past_fit_max_points_runs_its_fits_in_the_actor(ray_session, tmp
     cfg = load_study({"study": "fits", "trainable": "synthetic",
                       "trainable_options": {"time_scale": 0.02, "cv": 0.5},
                       "optimizer": {"n_candidates": 256, "n_local": 32, "n_starts": 1,
-                                    "fit_max_points": 6, "refit_every": 3},
+                                    "fit_max_points": 6, "refit_every": 3, "refit_apply": "next"},
                       "run": {"trials": 24, "max_concurrent": 2, "seed": 0},
                       "mlflow": {"tracking_uri": f"sqlite:///{tmp_path}/mlflow.db"},
                       "output": str(tmp_path / "runs")})

@@ -52,8 +52,8 @@ class Settings:
     refit_every: int = 10
     refit_growth: float = 0.01         # and only once the usable results grew by this fraction
     refit_dense_until: int = 0         # also refit after each usable result up to this many
-    refit_apply: str = "next"          # past fit_max_points results, a fit is applied when the next
-                                       # is due (computed meanwhile, off the suggestion's path), or "now"
+    refit_apply: str = "now"           # at once (001 App. C), or "next": past fit_max_points results,
+                                       # when the next is due (computed meanwhile, off the suggestion's path)
     lengthscale_prior: bool = True     # MAP fit with Optuna GPSampler's lengthscale prior
     fit_max_points: int = 500
     fit_restarts: int = 1
@@ -145,7 +145,7 @@ PAPER_EXACT: dict[str, Any] = {
     "constraint_handler": "rpol", "censor_at_partial": False, "discrete_search": "round",
     "categorical_lengthscale": "per-choice", "budget_scale": "linear", "context_kernel": "product",
     "exact_until": None, "refit_growth": 0.0, "running_correlation": None,
-    "refine": "each", "new_context": "ucb", "refit_apply": "now",
+    "refine": "each", "new_context": "ucb",
 }
 
 
