@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from tuner import Optimizer
-from tuner.core.kernels import SquaredExponential
+from tuner.core.kernels import SquaredExponential, make_kernel
 from tuner.core.space import SpaceError
 from tuner.loop.simulator import SimClock
 
@@ -136,6 +136,21 @@ def test_the_product_kernel_of_two_se_kernels_is_the_se_kernel_on_the_joint_inpu
 
 
 # --- the shared-context kernel (context_kernel: shared) -------------------------------------------
+
+@pytest.mark.parametrize("name", ["se", "matern52"])
+@pytest.mark.parametrize("one_context", [False, True])
+def test_the_shared_context_kernel_is_its_formula_computed_in_parts(name, one_context):
+    """k = a (w rho(r_x) + (1 - w) rho(r)), computed from r_x and r_z apart (one exponential for
+    SE; the context part as one column when the candidates share a context)."""
+    rng = np.random.default_rng(5)
+    X1, X2, ls = rng.random((30, 4)), rng.random((20, 4)), np.array([0.3, 0.7, 0.4, 0.9])
+    if one_context:
+        X2[:, -2:] = X2[0, -2:]
+    k = make_kernel(name, n_context=2)
+    plain = make_kernel(name)
+    want = 1.7 * (0.3 * plain(X1[:, :2], X2[:, :2], 1.0, ls[:2]) + 0.7 * plain(X1, X2, 1.0, ls))
+    assert np.allclose(k(X1, X2, 1.7, ls, share=0.3), want, rtol=1e-12, atol=1e-14)
+
 
 def test_the_shared_context_kernel_has_the_gradient_of_its_likelihood():
     from tuner.core.gp import negative_log_marginal_likelihood, pairwise_sqdiff

@@ -23,6 +23,17 @@ def scaled_sqdist(X1: np.ndarray, X2: np.ndarray, lengthscales: np.ndarray) -> n
     return np.maximum(d2, 0.0, out=d2)
 
 
+def context_sqdist(Z1: np.ndarray, Z2: np.ndarray, lengthscales: np.ndarray) -> np.ndarray:
+    """``scaled_sqdist`` of the context columns; a single column (row) when every row of Z2
+    (of Z1) is one context, as for the candidates of one suggestion, broadcasting against the
+    configuration's part."""
+    if len(Z2) > 1 and (Z2 == Z2[0]).all():
+        return scaled_sqdist(Z1, Z2[:1], lengthscales)
+    if len(Z1) > 1 and (Z1 == Z1[0]).all():
+        return scaled_sqdist(Z1[:1], Z2, lengthscales)
+    return scaled_sqdist(Z1, Z2, lengthscales)
+
+
 class Kernel:
     """Base class of stationary ARD kernels (amplitude times a correlation function).
 
@@ -48,12 +59,20 @@ class Kernel:
 
     def __call__(self, X1: np.ndarray, X2: np.ndarray, amplitude: float,
                  lengthscales: np.ndarray, share: float | None = None) -> np.ndarray:
-        K = self.rho(scaled_sqdist(X1, X2, lengthscales))
-        if share is not None and self.n_context:
+        if share is None or not self.n_context:
+            K = self.rho(scaled_sqdist(X1, X2, lengthscales))
+        else:   # r^2 = r_x^2 + r_z^2: the configuration's and the context's parts apart
             c = -self.n_context
-            K *= 1.0 - share
-            K += share * self.rho(scaled_sqdist(X1[:, :c], X2[:, :c], lengthscales[:c]))
+            K = self.mixed(scaled_sqdist(X1[:, :c], X2[:, :c], lengthscales[:c]),
+                           context_sqdist(X1[:, c:], X2[:, c:], lengthscales[c:]), share)
         K *= amplitude
+        return K
+
+    def mixed(self, rx2: np.ndarray, rz2: np.ndarray, share: float) -> np.ndarray:
+        """w rho(r_x) + (1 - w) rho(r), r^2 = r_x^2 + r_z^2 (``rz2`` may broadcast)."""
+        K = self.rho(rx2 + rz2)
+        K *= 1.0 - share
+        K += share * self.rho(rx2)
         return K
 
     def __repr__(self) -> str:
@@ -74,6 +93,13 @@ class SquaredExponential(Kernel):
     def rho_and_drho(self, r2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         e = np.exp(-0.5 * r2)
         return e, e
+
+    def mixed(self, rx2: np.ndarray, rz2: np.ndarray, share: float) -> np.ndarray:
+        """k_x (w + (1 - w) k_z): rho(r) = rho(r_x) rho(r_z) for the SE kernel, so one
+        exponential of the full size instead of two."""
+        K = self.rho(rx2)
+        K *= share + (1.0 - share) * self.rho(rz2)
+        return K
 
 
 class Matern52(Kernel):
