@@ -138,18 +138,25 @@ def test_the_product_kernel_of_two_se_kernels_is_the_se_kernel_on_the_joint_inpu
 # --- the shared-context kernel (context_kernel: shared) -------------------------------------------
 
 @pytest.mark.parametrize("name", ["se", "matern52"])
-@pytest.mark.parametrize("one_context", [False, True])
+@pytest.mark.parametrize("one_context", ["none", "X2", "X1", "same"])
 def test_the_shared_context_kernel_is_its_formula_computed_in_parts(name, one_context):
     """k = a (w rho(r_x) + (1 - w) rho(r)), computed from r_x and r_z apart (one exponential for
-    SE; the context part as one column when the candidates share a context)."""
+    SE; the context part as one column (row) when the candidates (the data) share a context)."""
     rng = np.random.default_rng(5)
     X1, X2, ls = rng.random((30, 4)), rng.random((20, 4)), np.array([0.3, 0.7, 0.4, 0.9])
-    if one_context:
+    if one_context == "X2":
         X2[:, -2:] = X2[0, -2:]
+    elif one_context == "X1":
+        X1[:, -2:] = X1[0, -2:]
+    elif one_context == "same":
+        X2 = X1
     k = make_kernel(name, n_context=2)
     plain = make_kernel(name)
     want = 1.7 * (0.3 * plain(X1[:, :2], X2[:, :2], 1.0, ls[:2]) + 0.7 * plain(X1, X2, 1.0, ls))
-    assert np.allclose(k(X1, X2, 1.7, ls, share=0.3), want, rtol=1e-12, atol=1e-14)
+    got = k(X1, X2, 1.7, ls, share=0.3)
+    assert np.allclose(got, want, rtol=1e-12, atol=1e-14)
+    if X2 is X1:
+        assert np.allclose(np.diag(got), 1.7, rtol=1e-14) and np.allclose(got, got.T, rtol=1e-14)
 
 
 def test_the_shared_context_kernel_has_the_gradient_of_its_likelihood():

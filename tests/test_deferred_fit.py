@@ -6,7 +6,8 @@ after a resume with a fit in flight, and when the pool's process dies."""
 import multiprocessing as mp
 import os
 import signal
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 
 import numpy as np
 import pytest
@@ -86,12 +87,57 @@ def test_a_pool_that_dies_or_is_shut_down_changes_nothing():
     pool = spawned_pool()
     opt.run_fits_in(pool)
     first, live = run(opt, 15)
-    for pid in list(pool._processes):       # the pool's own worker process, killed mid-study
+    while opt.objective.deferred is None:
+        more, live = run(opt, 1, live=live)
+        first += more
+    assert pool._processes                  # the pool's own worker process, killed mid-study
+    for pid in list(pool._processes):
         os.kill(pid, signal.SIGKILL)
-    second, live = run(opt, 15, live=live)
+    second, live = run(opt, 10, live=live)
     pool.shutdown()                         # submit now raises: the fits run here
-    third, _ = run(opt, 15, live=live)
+    third, _ = run(opt, 45 - len(first) - len(second), live=live)
     assert first + second + third == alone
+
+
+class FailingPool:
+    """A pool whose every job fails as a killed worker process makes it fail."""
+
+    def __init__(self):
+        self.submitted = 0
+
+    def submit(self, fn, *args):
+        self.submitted += 1
+        future = Future()
+        future.set_exception(BrokenProcessPool("the worker process died"))
+        return future
+
+
+def test_a_fit_whose_pool_failed_is_run_here_with_the_same_result():
+    alone, _ = run(make(), 40)
+    opt, pool = make(), FailingPool()
+    opt.run_fits_in(pool)
+    failed, _ = run(opt, 40)
+    assert pool.submitted > 0 and failed == alone
+
+
+def test_letting_go_of_the_pool_keeps_a_finished_answer_and_drops_a_pending_one():
+    opt = make()
+    with spawned_pool() as pool:
+        opt.run_fits_in(pool)
+        _, live = run(opt, 20)
+        fit = opt.objective.deferred
+        fit.future.result()
+        opt.run_fits_in(None)
+    assert opt.view.fit_pool is None and fit.future.done()
+    pending = Future()
+    fit.future = pending
+    fit.detach()
+    assert fit.future is None               # runs here when applied: no wait on a closed pool
+    ours, _ = run(opt, 10, live=live)
+    again = make()
+    _, live2 = run(again, 20)
+    theirs, _ = run(again, 10, live=live2)
+    assert ours == theirs
 
 
 def test_resumed_with_a_fit_in_flight_suggests_the_same(tmp_path):

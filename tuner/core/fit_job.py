@@ -19,6 +19,9 @@ from .gp import HyperBounds, Hyperparameters, fit_and_score
 from .kernels import Kernel
 
 
+WAIT = 60.0     # seconds a due fit waits for the pool before it runs here (a fit takes < 1 s)
+
+
 class Pool(Protocol):
     def submit(self, fn: Any, /, *args: Any) -> Future: ...
 
@@ -73,11 +76,26 @@ class PendingFit:
             self.future = None
 
     def result(self) -> tuple[Hyperparameters, Kernel]:
+        """The fit: the pool's answer, or (none within ``WAIT`` seconds, or the pool failed:
+        its process died, say) the same fit run here."""
         out = None
         if self.future is not None:
             try:
-                out = self.future.result()
-            except Exception:      # the pool's process died: the same fit, here
+                out = self.future.result(timeout=WAIT)
+            except Exception:      # a dead or stuck pool: the same fit, here
                 out = None
         hyper, best = out if out is not None else run_fit(self.job)
         return hyper, self.job.kernels[best]
+
+    def detach(self) -> None:
+        """Let go of the pool (it is closing): keep its answer if it has one, else the fit
+        runs here when it is applied."""
+        if self.future is None:
+            return
+        done = self.future.done() and not self.future.cancelled() and self.future.exception(timeout=0) is None
+        if done:
+            kept = self.future.result()
+            self.future = Future()
+            self.future.set_result(kept)
+        else:
+            self.future = None

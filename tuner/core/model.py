@@ -126,16 +126,16 @@ class CensoredModel:
             older = rng.choice(len(done) - keep, max_points - keep, replace=False)
             idx = np.concatenate([np.sort(older), idx[-keep:]])
         X = np.vstack([done[i].x for i in idx])
-        # the kernel in use first, so a single kernel fits exactly as before
-        order = sorted(self.kernels, key=lambda k: k is not self.gp_all.kernel)
         # deferred only once the fit in force used a full sample: never the first fit (a
         # resumed or warm-started study with many results would run on the initial values)
         deferred = defer and self.fit_n > max_points
         self.fit_n = len(done)
+        applied = deferred and self.deferred is not None
+        if applied:
+            self._apply(*self.deferred.result())
+        # the kernel in use first, so a single kernel fits exactly as before
+        order = sorted(self.kernels, key=lambda k: k is not self.gp_all.kernel)
         if deferred:
-            applied = self.deferred is not None
-            if applied:
-                self._apply(*self.deferred.result())
             job = FitJob(order, X, y[idx], [done[i].trial_id for i in idx], self.gp_all.hyper,
                          int(rng.integers(2 ** 63 - 1)), self.bounds, restarts, lengthscale_prior,
                          self.groups)

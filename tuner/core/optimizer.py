@@ -525,11 +525,15 @@ class Optimizer:
         """Run the deferred marginal-likelihood fits (``Settings.refit_apply: next``) in ``pool``
         (e.g. a one-process ``concurrent.futures.ProcessPoolExecutor``), not on the caller's
         thread when they are applied; the suggestions do not change.  A fit in flight (a
-        resumed state) starts there now.  None: run them here."""
+        resumed state) starts there now.  None: run them here (call it before the pool
+        closes: a fit in flight there then runs here when it is applied)."""
         self.view.fit_pool = pool
         for model in (self.objective, *self.constraint_models):
             if model.deferred is not None:
-                model.deferred.submit(pool)
+                if pool is None:
+                    model.deferred.detach()
+                else:
+                    model.deferred.submit(pool)
 
     def state_dict(self) -> dict[str, Any]:
         """The whole state as saved (``tuner.core.state``)."""

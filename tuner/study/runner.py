@@ -123,6 +123,7 @@ class StudyRunner:
             self.executor.close()
             raise
         status, failure = self._loop(restart)
+        self.study.optimizer.run_fits_in(None)     # the executor's fit pool closes below
         self.saver.save()
         self.logger.flush(final=True)
         self.executor.close()

@@ -27,19 +27,29 @@ class RayFitPool:
 
     def __init__(self) -> None:
         self._actor: Any = None
+        self._closed = False
+        self.submitted = 0       # fits sent to the actor
 
     def start(self) -> None:
         """Start the actor now (its worker takes a second or two to start and import), not at
         the first fit, which would then wait for it."""
+        if self._closed:
+            raise RuntimeError("the fit actor's pool is closed")
         if self._actor is None:
             here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=True)
             self._actor = ray.remote(num_cpus=0)(_FitWorker).options(scheduling_strategy=here).remote()
 
     def submit(self, fn: Callable[..., Any], /, *args: Any) -> Future:
         self.start()
+        self.submitted += 1
         return self._actor.call.remote(fn, *args).future()
 
     def close(self) -> None:
+        """End the actor; later submits raise (``PendingFit`` then fits in the driver)."""
+        self._closed = True
         if self._actor is not None:
-            ray.kill(self._actor)
-            self._actor = None
+            actor, self._actor = self._actor, None
+            try:
+                ray.kill(actor)
+            except Exception:   # Ray already shut down, or the actor already gone
+                pass
