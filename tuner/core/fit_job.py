@@ -48,13 +48,20 @@ class FitJob:
                 "restarts": self.restarts, "prior": self.prior}
 
 
-def run_fit(job: FitJob) -> tuple[Hyperparameters, int]:
-    """The job's fit: the hyperparameters of the kernel of highest evidence, and its index."""
-    rng = np.random.default_rng(job.seed)
-    fits = [fit_and_score(k, job.X, job.y, job.start, rng, job.bounds, job.restarts, job.prior,
-                          job.groups) for k in job.kernels]
+def fit_best(kernels: Sequence[Kernel], X: np.ndarray, y: np.ndarray, start: Hyperparameters,
+             rng: np.random.Generator, bounds: HyperBounds, restarts: int, prior: bool,
+             groups: np.ndarray | None) -> tuple[Hyperparameters, int]:
+    """Each kernel fit in turn (``gp.fit_and_score``); the hyperparameters of the one of highest
+    evidence (the first on ties), and its index."""
+    fits = [fit_and_score(k, X, y, start, rng, bounds, restarts, prior, groups) for k in kernels]
     best = min(range(len(fits)), key=lambda i: fits[i][1])
     return fits[best][0], best
+
+
+def run_fit(job: FitJob) -> tuple[Hyperparameters, int]:
+    """The job's fit (``fit_best``, restarts drawn from the job's seed)."""
+    return fit_best(job.kernels, job.X, job.y, job.start, np.random.default_rng(job.seed),
+                    job.bounds, job.restarts, job.prior, job.groups)
 
 
 class PendingFit:
@@ -90,12 +97,7 @@ class PendingFit:
     def detach(self) -> None:
         """Let go of the pool (it is closing): keep its answer if it has one, else the fit
         runs here when it is applied."""
-        if self.future is None:
-            return
-        done = self.future.done() and not self.future.cancelled() and self.future.exception(timeout=0) is None
-        if done:
-            kept = self.future.result()
-            self.future = Future()
-            self.future.set_result(kept)
-        else:
+        answered = (self.future is not None and self.future.done() and not self.future.cancelled()
+                    and self.future.exception(timeout=0) is None)
+        if not answered:     # a done future keeps its answer, without the pool
             self.future = None

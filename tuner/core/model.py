@@ -29,9 +29,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from .censoring import Trial
-from .fit_job import FitJob, PendingFit, Pool
-from .gp import (GaussianProcess, HyperBounds, Hyperparameters, Posterior, SoftCensoredPosterior,
-                 fit_and_score)
+from .fit_job import FitJob, PendingFit, Pool, fit_best
+from .gp import GaussianProcess, HyperBounds, Hyperparameters, Posterior, SoftCensoredPosterior
 from .kernels import Kernel
 
 
@@ -142,10 +141,9 @@ class CensoredModel:
             self.deferred = PendingFit(job, pool)
             return applied
         self.deferred = None
-        fits = [(fit_and_score(k, X, y[idx], self.gp_all.hyper, rng, self.bounds, restarts,
-                               lengthscale_prior, self.groups), k) for k in order]
-        (hyper, _), kernel = min(fits, key=lambda f: f[0][1])
-        self._apply(hyper, kernel)
+        hyper, best = fit_best(order, X, y[idx], self.gp_all.hyper, rng, self.bounds, restarts,
+                               lengthscale_prior, self.groups)
+        self._apply(hyper, order[best])
         return True
 
     def _apply(self, hyper: Hyperparameters, kernel: Kernel) -> None:
