@@ -79,6 +79,9 @@ def counted(trials: Sequence[Trial], window: Window, pending: str, now: float,
     baselines that ignore or hallucinate pending trials (``pending``) have no window (m = inf):
     001 §6 and the authors' code count their results whenever they arrive."""
     m = window.resolve(trials, now, t) if pending == "censor" else math.inf
+    if math.isinf(m):     # every arrived result counts: ``usable`` without a call per trial
+        return m, [tr for tr in trials if tr.status == Status.FINISHED
+                   and tr.finish_time is not None and tr.finish_index is not None]
     return m, [tr for tr in trials if usable(tr, m, window.unit)]
 
 

@@ -12,10 +12,20 @@ import numpy as np
 _SQRT5 = np.sqrt(5.0)
 
 
+# Up to this many input columns scipy's cdist (one pass, no cancellation) is faster than the
+# GEMM expansion |a|^2 - 2 a.b + |b|^2, which passes five times over the n x m result
+# (docs/scale.md, "Kernel evaluations").
+CDIST_MAX_DIM = 5
+
+
 def scaled_sqdist(X1: np.ndarray, X2: np.ndarray, lengthscales: np.ndarray) -> np.ndarray:
-    """Squared distances between rows of X1 and X2 after dividing by the lengthscales."""
+    """Squared distances between rows of X1 and X2 after dividing by the lengthscales (a new
+    array, which the kernels overwrite in place)."""
     A = X1 / lengthscales
     B = X2 / lengthscales
+    if A.shape[1] <= CDIST_MAX_DIM and A.size and B.size:
+        from scipy.spatial.distance import cdist   # not at import: `tuner --help` loads no scipy
+        return cdist(A, B, "sqeuclidean")
     d2 = A @ B.T                    # in place from here on: these matrices are the big ones
     d2 *= -2.0
     d2 += np.einsum("ij,ij->i", A, A)[:, None]
@@ -47,7 +57,10 @@ class Kernel:
     name = "kernel"
     n_context = 0
 
-    def rho(self, r2: np.ndarray) -> np.ndarray:
+    def rho(self, r2: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """rho(r) at r^2 = ``r2``; ``out`` (may be ``r2`` itself) receives it: the kernel
+        matrices are the large arrays of a suggestion, and each temporary costs a pass and
+        fresh pages."""
         raise NotImplementedError
 
     def drho(self, r2: np.ndarray) -> np.ndarray:
@@ -60,7 +73,8 @@ class Kernel:
     def __call__(self, X1: np.ndarray, X2: np.ndarray, amplitude: float,
                  lengthscales: np.ndarray, share: float | None = None) -> np.ndarray:
         if share is None or not self.n_context:
-            K = self.rho(scaled_sqdist(X1, X2, lengthscales))
+            r2 = scaled_sqdist(X1, X2, lengthscales)
+            K = self.rho(r2, out=r2)
         else:   # r^2 = r_x^2 + r_z^2: the configuration's and the context's parts apart
             c = -self.n_context
             K = self.mixed(scaled_sqdist(X1[:, :c], X2[:, :c], lengthscales[:c]),
@@ -84,8 +98,9 @@ class SquaredExponential(Kernel):
 
     name = "se"
 
-    def rho(self, r2: np.ndarray) -> np.ndarray:
-        return np.exp(-0.5 * r2)
+    def rho(self, r2: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        out = np.multiply(r2, -0.5, out=out)
+        return np.exp(out, out=out)
 
     def drho(self, r2: np.ndarray) -> np.ndarray:
         return np.exp(-0.5 * r2)
@@ -107,9 +122,15 @@ class Matern52(Kernel):
 
     name = "matern52"
 
-    def rho(self, r2: np.ndarray) -> np.ndarray:
-        r = np.sqrt(r2)
-        return (1.0 + _SQRT5 * r + 5.0 / 3.0 * r2) * np.exp(-_SQRT5 * r)
+    def rho(self, r2: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        s = np.sqrt(r2)
+        s *= _SQRT5                            # sqrt5 r
+        lin = 1.0 + s
+        out = np.multiply(r2, 5.0 / 3.0, out=out)
+        out += lin
+        np.negative(s, out=s)
+        out *= np.exp(s, out=s)
+        return out
 
     def drho(self, r2: np.ndarray) -> np.ndarray:
         r = np.sqrt(r2)

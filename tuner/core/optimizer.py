@@ -89,6 +89,8 @@ class Optimizer:
         self._by_id: dict[int, Trial] = {}
         self._changed: set[int] = set()   # trials changed since the last ``changed_trials``
         self._live: dict[int, Trial] = {}  # the running trials, in id order
+        self._outcomes = 0                 # tell and fail calls: ``_reward_range``'s memo key
+        self._range_memo: tuple[Any, tuple[float, float]] | None = None
         s = self.settings
         # a context's part mixed with a part shared by every context (``Kernel``)
         n_context = (self.contexts.space.dim if self.contexts is not None
@@ -186,6 +188,7 @@ class Optimizer:
         trial.finish_time = float(self.clock() if finish_time is None else finish_time)
         trial.finish_index = len(self.trials)
         del self._live[trial_id]
+        self._outcomes += 1
         if not math.isfinite(value):
             trial.status, trial.reason = Status.FAILED, f"non-finite objective {value}"
             return
@@ -239,6 +242,7 @@ class Optimizer:
                              f"(got {status})")
         trial.status, trial.reason = status, reason
         del self._live[trial_id]
+        self._outcomes += 1
         # a non-finite value is not a measurement (a NaN would poison the constraint GP and
         # the multipliers); a run-time constraint falls back to the elapsed time below
         trial.metrics.update({k: float(v) for k, v in (metrics or {}).items() if math.isfinite(float(v))})
@@ -490,7 +494,13 @@ class Optimizer:
         self.handler.start_round(t, arrived)
 
     def _reward_range(self) -> tuple[float, float]:
-        return reward_range(self.settings.mode, self.settings.objective_bounds, self.trials)
+        """``reward_range``, computed again only once a trial has ended since (a suggestion
+        asks for it several times, and it walks every trial)."""
+        key = (id(self.trials), len(self.trials), self._outcomes)
+        if self._range_memo is None or self._range_memo[0] != key:
+            self._range_memo = (key, reward_range(self.settings.mode, self.settings.objective_bounds,
+                                                  self.trials))
+        return self._range_memo[1]
 
     def _f_bound(self) -> float:
         """B, the bound on |f| that the handlers clip to (003 Alg. 1)."""

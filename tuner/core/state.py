@@ -54,6 +54,7 @@ def restore(opt: Optimizer, state: Mapping[str, Any]) -> None:
     opt.trials = [Trial.from_dict(upgrade(d)) for d in state["trials"]]
     opt._by_id = {tr.trial_id: tr for tr in opt.trials}
     opt._live = {tr.trial_id: tr for tr in opt.trials if tr.status == Status.RUNNING}
+    opt._range_memo = None
     opt.rng.bit_generator.state = state["rng"]
     opt.objective.load_state(state["objective"], opt.trials)
     for model, st in zip(opt.constraint_models, state["constraint_models"]):
