@@ -55,26 +55,29 @@ def refine(h: EstimateFn, starts: np.ndarray, step: float = 1e-5, maxiter: int =
     """
     k, dim = starts.shape
     eye = step * np.eye(dim)
+    last: list[np.ndarray] = []       # the last point evaluated and h there
 
     def neg(z: np.ndarray) -> tuple[float, np.ndarray]:
         X = z.reshape(-1, dim)
         P = np.clip(X[:, None, :] + eye[None], 0.0, 1.0)          # each start, moved by e_j
         vals = h(np.vstack([X, P.reshape(-1, dim)]))
         v0, vd = vals[: len(X)], vals[len(X):].reshape(len(X), dim)
+        last[:] = [z.copy(), v0]
         dx = np.diagonal(P, axis1=1, axis2=2) - X
         grad = (vd - v0[:, None]) / np.where(np.abs(dx) > 0, dx, step)
         return -float(v0.sum()), -grad.ravel()
 
     groups = [starts] if joint else [x0[None, :] for x0 in starts]
-    ends = []
+    ends, vals = [], []
     for S in groups:
         res = minimize(neg, S.ravel(), jac=True, method="L-BFGS-B",
                        bounds=[(0.0, 1.0)] * S.size, options={"maxiter": maxiter})
         ends.append(res.x.reshape(-1, dim))
-    X = np.vstack(ends)
-    vals = h(X)
-    i = argmax(vals)
-    return X[i], float(vals[i])
+        # h at the end: L-BFGS-B's last evaluation is almost always its answer
+        vals.append(last[1] if np.array_equal(last[0], res.x) else h(ends[-1]))
+    X, v = np.vstack(ends), np.concatenate(vals)
+    i = argmax(v)
+    return X[i], float(v[i])
 
 
 def argmax(values: np.ndarray) -> int:
@@ -132,9 +135,13 @@ def maximize(h: EstimateFn, C: np.ndarray, space: SearchSpace, smooth: bool,
     if not smooth or n_starts <= 0:
         return C[best]
     order = np.argsort(-np.where(np.isfinite(vals), vals, -np.inf))[:n_starts]
-    x, _ = refine(h, C[order], joint=joint)   # on h itself: L-BFGS-B needs finite values
+    x, value = refine(h, C[order], joint=joint)   # on h itself: L-BFGS-B needs finite values
+    x_snapped = space.snap(x)[0]
+    if not np.array_equal(x_snapped, x):
+        value = float(h(x_snapped[None, :])[0])
     if taken is not None:             # a refined point that is taken falls back to C[best]
         h = excluding(h, taken)
-    x_snapped = space.snap(x)[0]
-    x = x_snapped if h(x_snapped[None, :])[0] >= vals[best] else C[best]
+        if taken(x_snapped[None, :])[0]:
+            value = -np.inf
+    x = x_snapped if value >= vals[best] else C[best]
     return local_search(h, x, space) if discrete and space.discrete else x
