@@ -356,9 +356,12 @@ class SoftCensoredPosterior:
         gp, Xc = self.var_gp, self.Xc
         Kcc = gp.k(Xc, Xc)
         Kcc[np.diag_indices_from(Kcc)] += self.noise_c
-        if gp.n:
-            self.A = gp.solve(gp.k(Xc, gp.X).T)
-            self.w_d = gp.solve(y)
+        if gp.n:     # A and w_d = L_d^{-1} y in one solve: one pass over L_d, not two
+            B = np.empty((gp.n, len(Xc) + 1), order="F")
+            B[:, :-1] = gp.k(gp.X, Xc)
+            B[:, -1] = y
+            Aw = gp.solve(B)
+            self.A, self.w_d = Aw[:, :-1], Aw[:, -1]
             S = Kcc - self.A.T @ self.A
             rc = yc - self.A.T @ self.w_d
         else:
