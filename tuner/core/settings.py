@@ -50,7 +50,7 @@ class Settings:
     lengthscale: float = 0.2
     noise: float = 1e-3
     refit_every: int = 10
-    refit_growth: float = 0.01         # and only once the usable results grew by this fraction
+    refit_growth: float = 0.05         # and only once the usable results grew by this fraction
     refit_dense_until: int = 0         # also refit after each usable result up to this many
     refit_apply: str = "now"           # at once (001 App. C), or "next": past fit_max_points results,
                                        # when the next is due (computed meanwhile, off the suggestion's path)
