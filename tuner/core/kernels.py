@@ -83,10 +83,12 @@ class Kernel:
         return K
 
     def mixed(self, rx2: np.ndarray, rz2: np.ndarray, share: float) -> np.ndarray:
-        """w rho(r_x) + (1 - w) rho(r), r^2 = r_x^2 + r_z^2 (``rz2`` may broadcast)."""
-        K = self.rho(rx2 + rz2)
+        """w rho(r_x) + (1 - w) rho(r), r^2 = r_x^2 + r_z^2 (``rz2`` may broadcast); overwrites
+        ``rx2`` (a fresh array in ``__call__``), as ``rho(r2, out=r2)`` does there."""
+        r2 = rx2 + rz2
+        K = self.rho(r2, out=r2)
         K *= 1.0 - share
-        K += share * self.rho(rx2)
+        K += share * self.rho(rx2, out=rx2)
         return K
 
     def __repr__(self) -> str:
@@ -111,8 +113,8 @@ class SquaredExponential(Kernel):
 
     def mixed(self, rx2: np.ndarray, rz2: np.ndarray, share: float) -> np.ndarray:
         """k_x (w + (1 - w) k_z): rho(r) = rho(r_x) rho(r_z) for the SE kernel, so one
-        exponential of the full size instead of two."""
-        K = self.rho(rx2)
+        exponential of the full size instead of two; overwrites ``rx2``."""
+        K = self.rho(rx2, out=rx2)
         K *= share + (1.0 - share) * self.rho(rz2)
         return K
 
