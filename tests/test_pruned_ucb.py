@@ -89,3 +89,17 @@ def test_refine_starts_each_reach_their_own_local_maximum(joint):
     assert np.allclose(x, peaks[1], atol=1e-3) and v == pytest.approx(1.5, abs=1e-4)
     x, v = refine(h, starts[[0, 2]], joint=joint)      # without the highest hill's start
     assert np.allclose(x, peaks[0], atol=1e-3) and v == pytest.approx(1.0, abs=1e-4)
+
+
+@pytest.mark.parametrize("n", [N, 512])     # 512: the factor fills its buffer (the copied case)
+def test_diagonal_block_solves_read_the_factor_in_place_and_match_a_copy(n):
+    from scipy.linalg import solve_triangular
+    gp = _gp(rng.random((n, D)))
+    B = rng.standard_normal((n, 4))
+    for r0, r1 in [(0, PRUNE_BLOCK), (PRUNE_BLOCK, 2 * PRUNE_BLOCK), (2 * PRUNE_BLOCK, n)]:
+        block = np.asfortranarray(gp.L[r0:r1, r0:r1])
+        for trans in (False, True):
+            want = solve_triangular(block, B[r0:r1], lower=True, trans=int(trans), check_finite=False)
+            assert np.array_equal(gp.solve_block(r0, r1, B[r0:r1], trans), want)
+    assert np.array_equal(gp.solve(B), solve_triangular(np.asfortranarray(gp.L), B, lower=True,
+                                                        check_finite=False))

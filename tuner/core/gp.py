@@ -124,9 +124,27 @@ class GaussianProcess:
         scipy's solve_triangular would copy the strided n x n view on every call (measured at
         n = 2000: a 4-column solve 7.7 ms from the view, 1.6 ms in place).
         """
+        return self.solve_block(0, self.n, B, trans)
+
+    def solve_block(self, r0: int, r1: int, B: np.ndarray, trans: bool = False) -> np.ndarray:
+        """L[r0:r1, r0:r1]^{-1} B (or its transpose's), B with r1 - r0 rows, read in place.
+
+        LAPACK takes the diagonal block as the F-contiguous (capacity x (r1 - r0)) array that
+        starts at its first element (leading dimension = capacity, only the first r1 - r0 rows
+        read).  Only when that array would run past the buffer's end (r1 = capacity, r0 > 0)
+        is the block copied.  From a strided view scipy copies it on every call (4.2 ms against
+        0.24 ms for rows 1 024-1 800 and 3 columns), with bit-identical results.
+        """
         B = np.asarray(B, dtype=float)
-        x, info = lapack.dtrtrs(self._L[:, : self.n], B if B.ndim == 2 else B[:, None],
-                                lower=1, trans=int(trans))
+        cap, w = self._L.shape[0], r1 - r0
+        start = r0 * (cap + 1)
+        if r0 == 0:
+            A = self._L[:, :r1]
+        elif start + cap * w <= self._L.size and self._L.flags.f_contiguous:
+            A = self._L.ravel(order="F")[start:start + cap * w].reshape((cap, w), order="F")
+        else:
+            A = np.asfortranarray(self._L[r0:r1, r0:r1])
+        x, info = lapack.dtrtrs(A, B if B.ndim == 2 else B[:, None], lower=1, trans=int(trans))
         if info != 0:
             raise np.linalg.LinAlgError(f"triangular solve failed (LAPACK info {info})")
         return x if B.ndim == 2 else x[:, 0]
@@ -464,7 +482,7 @@ def _pruned_rows(gp: GaussianProcess, K: np.ndarray, mean: np.ndarray, weight: f
         rhs = K[r0:r1][:, cols]
         if r0:
             rhs -= L[r0:r1, :r0] @ V[:r0]
-        V[r0:r1] = solve_triangular(L[r0:r1, r0:r1], rhs, lower=True, check_finite=False)
+        V[r0:r1] = gp.solve_block(r0, r1, rhs)
         ssq[cols] += np.einsum("ij,ij->j", V[r0:r1], V[r0:r1])
         if r1 < n:
             bound = mean[cols] + w_up * np.sqrt(np.maximum(a - ssq[cols], 0.0))
