@@ -35,13 +35,14 @@ def write_atomic(path: str | os.PathLike, text: str) -> None:
     fsync_dir(path.parent)
 
 
-def append_line(path: str | os.PathLike, line: str) -> None:
-    """Append ``line`` (with its newline) to ``path``, flushed and fsync'd: a journal or spool
-    entry survives a crash of the process once this returns."""
+def append_line(path: str | os.PathLike, line: str, sync: bool = True) -> None:
+    """Append ``line`` (with its newline) to ``path``, written through: a journal or spool entry
+    survives a crash of the process once this returns, and (``sync``: fsync'd) of the machine."""
     with open(path, "a") as fh:
         fh.write(line)
         fh.flush()
-        os.fsync(fh.fileno())
+        if sync:
+            os.fsync(fh.fileno())
 
 
 def csv_text(rows: Iterable[Mapping[str, Any]], header: bool = True) -> str:
@@ -62,9 +63,9 @@ def write_table(path: str | os.PathLike, rows: Iterable[Mapping[str, Any]]) -> N
     write_atomic(path, csv_text(rows))
 
 
-def append_row(path: str | os.PathLike, row: Mapping[str, Any]) -> None:
-    """One row onto a table (the header first when the file is new), flushed and fsync'd."""
-    append_line(path, csv_text([row], header=not Path(path).exists()))
+def append_row(path: str | os.PathLike, row: Mapping[str, Any], sync: bool = True) -> None:
+    """One row onto a table (the header first when the file is new), as ``append_line``."""
+    append_line(path, csv_text([row], header=not Path(path).exists()), sync)
 
 
 def write_json(path: str | os.PathLike, data: Any, **dump_kw: Any) -> None:
