@@ -138,3 +138,50 @@ def test_a_learning_curve_the_tracker_has_not_logged_survives_a_crash(tmp_path):
     record = runner.study.record(done)
     assert [p["step"] for p in record.curve] == [1, 2, 3]
     assert record.curve[-1]["metrics"]["accuracy"] == 0.8
+
+
+def test_resume_after_an_upgrade_that_changed_a_default_keeps_the_studys_settings(tmp_path):
+    """A default that changed since the study started (the user set neither value) does not
+    stop --resume: the study goes on with the settings it started with, and says so; a setting
+    the user changed still does, and the error names it."""
+    import dataclasses
+    import io
+
+    import pytest
+
+    from tuner.core.settings import Settings
+    from tuner.study.callbacks import SaveState
+    from tuner.study.config import ConfigError, load_study
+    from tuner.study.progress import Progress
+    from tuner.study.runner import StudyRunner
+    from tuner.study.study import Session, Study
+
+    def config(**optimizer):
+        return load_study({"study": "upgraded", "trainable": "logreg", "output": str(tmp_path),
+                           "space": {"C": {"type": "float", "low": 0.01, "high": 10.0}},
+                           "objective": {"metric": "accuracy", "mode": "max"},
+                           "optimizer": optimizer})
+
+    today = config()
+    old_default = today.settings.fit_max_points * 2          # what an earlier version had
+    before = dataclasses.replace(today, settings=Settings(fit_max_points=old_default))
+    before.directory.mkdir(parents=True)
+    clock = Clock()
+    opt = Optimizer(before.space, before.settings, clock=clock)
+    tid = opt.suggest().trial_id
+    opt.started(tid, 0.0)
+    opt.tell(tid, 0.8, {"runtime": 1.0})
+    SaveState(Study(before, opt, Session(), clock, 0.0), StudyStateFile(before.directory / "state.json")).save()
+
+    out = io.StringIO()
+    runner = StudyRunner(today, executor=None, make_tracker=None, resume=True, clock=clock,
+                         progress=Progress(stream=out))
+    optimizer, _ = runner._prepare()
+    assert optimizer.settings.fit_max_points == old_default
+    assert runner.cfg.settings.fit_max_points == old_default   # what is saved and logged from now
+    assert (f"keeps the settings it started with: optimizer.fit_max_points = {old_default} "
+            f"(the default is now {today.settings.fit_max_points})") in out.getvalue()
+
+    asked = config(fit_max_points=300)
+    with pytest.raises(ConfigError, match=r"the config changed \['optimizer: fit_max_points'\]"):
+        StudyRunner(asked, executor=None, make_tracker=None, resume=True, clock=clock)._prepare()

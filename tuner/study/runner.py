@@ -27,6 +27,7 @@ written yet, and those trials rerun on resume.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import threading
@@ -35,6 +36,7 @@ from typing import Any, Callable
 
 from tuner.core.optimizer import Optimizer
 from tuner.core.persist import StateError
+from tuner.core.settings import Settings
 from tuner.core.trial import Status
 from tuner.loop.loop import FailFast, Limits, StopOnSignal, StudyFailed, StudyLoop
 
@@ -54,6 +56,25 @@ from .warm import Carried, Earlier, ReadTracker, carry, context_space, earlier_s
 # between sessions of one study.
 IDENTITY = ("trainable", "trainable_options", "space", "objective", "budget", "optimizer",
             "fidelity", "early_stopping", "context", "context_space", "warm_start")
+
+
+def _text(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def _differing(saved: dict[str, Any], now: dict[str, Any]) -> list[str]:
+    return [k for k in set(saved) | set(now) if _text(saved.get(k)) != _text(now.get(k))]
+
+
+def newer_defaults(saved: dict[str, Any], now: dict[str, Any]) -> dict[str, tuple[Any, Any]]:
+    """The optimizer settings of a resumed study that differ from its saved ones only because
+    a default changed since it started (each is now at today's default, so the user did not
+    ask for it): {setting: (saved value, today's)}; empty if any other setting differs, or none."""
+    defaults = Settings().to_dict()
+    diff = _differing(saved, now)
+    if not diff or any(k not in defaults or _text(now.get(k)) != _text(defaults[k]) for k in diff):
+        return {}
+    return {k: (saved.get(k), now.get(k)) for k in sorted(diff)}
 
 
 class StudyRunner:
@@ -170,13 +191,25 @@ class StudyRunner:
             # a relative budget keeps the limit measured when the study started
             self.cfg = cfg = cfg.with_budget(old_budget["seconds"], old_budget.get("reference_seconds"))
         new = cfg.resolved()
-        changed = [k for k in IDENTITY if json.dumps(state["config"].get(k), sort_keys=True, default=str)
-                   != json.dumps(new[k], sort_keys=True, default=str)]
+        changed = [k for k in IDENTITY if _text(state["config"].get(k)) != _text(new[k])]
+        kept = {}
+        if "optimizer" in changed:
+            kept = newer_defaults(state["config"]["optimizer"] or {}, new["optimizer"])
+            if kept:
+                changed.remove("optimizer")
+            else:
+                changed[changed.index("optimizer")] = "optimizer: " + ", ".join(
+                    sorted(_differing(state["config"]["optimizer"] or {}, new["optimizer"])))
         if changed:
             raise ConfigError(f"--resume: the config changed {changed} since the study started; "
                               "only run, ray, mlflow and output may change (use --fresh or a new "
                               "study name)")
         optimizer = Optimizer.from_state(state["optimizer"], clock=self.clock)
+        if kept:      # the study goes on as it started: its saved settings, said once
+            self.cfg = cfg = dataclasses.replace(cfg, settings=optimizer.settings)
+            self.progress.message("--resume: the study keeps the settings it started with: " + "; ".join(
+                f"optimizer.{k} = {json.dumps(old)} (the default is now {json.dumps(now)})"
+                for k, (old, now) in kept.items()))
         s = state["session"]
         where = s["where"] if version == STATE_VERSION else {   # 1: outcomes held it
             k: {key: o[key] for key in ("node", "host") if o.get(key)} for k, o in s["outcomes"].items()}
