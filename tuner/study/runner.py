@@ -66,15 +66,12 @@ def _differing(saved: dict[str, Any], now: dict[str, Any]) -> list[str]:
     return [k for k in set(saved) | set(now) if _text(saved.get(k)) != _text(now.get(k))]
 
 
-def newer_defaults(saved: dict[str, Any], now: dict[str, Any]) -> dict[str, tuple[Any, Any]]:
-    """The optimizer settings of a resumed study that differ from its saved ones only because
-    a default changed since it started (each is now at today's default, so the user did not
-    ask for it): {setting: (saved value, today's)}; empty if any other setting differs, or none."""
+def at_defaults(keys: list[str], now: dict[str, Any]) -> bool:
+    """Every one of these optimizer settings is at today's default: a resumed study whose saved
+    settings differ only there differs because a default changed since it started, not because
+    the user asked for it."""
     defaults = Settings().to_dict()
-    diff = _differing(saved, now)
-    if not diff or any(k not in defaults or _text(now.get(k)) != _text(defaults[k]) for k in diff):
-        return {}
-    return {k: (saved.get(k), now.get(k)) for k in sorted(diff)}
+    return all(k in defaults and _text(now.get(k)) == _text(defaults[k]) for k in keys)
 
 
 class StudyRunner:
@@ -192,14 +189,14 @@ class StudyRunner:
             self.cfg = cfg = cfg.with_budget(old_budget["seconds"], old_budget.get("reference_seconds"))
         new = cfg.resolved()
         changed = [k for k in IDENTITY if _text(state["config"].get(k)) != _text(new[k])]
-        kept = {}
+        kept: list[str] = []
         if "optimizer" in changed:
-            kept = newer_defaults(state["config"]["optimizer"] or {}, new["optimizer"])
-            if kept:
+            diff = sorted(_differing(state["config"]["optimizer"] or {}, new["optimizer"]))
+            if at_defaults(diff, new["optimizer"]):
+                kept = diff
                 changed.remove("optimizer")
             else:
-                changed[changed.index("optimizer")] = "optimizer: " + ", ".join(
-                    sorted(_differing(state["config"]["optimizer"] or {}, new["optimizer"])))
+                changed[changed.index("optimizer")] = "optimizer: " + ", ".join(diff)
         if changed:
             raise ConfigError(f"--resume: the config changed {changed} since the study started; "
                               "only run, ray, mlflow and output may change (use --fresh or a new "
@@ -207,9 +204,10 @@ class StudyRunner:
         optimizer = Optimizer.from_state(state["optimizer"], clock=self.clock)
         if kept:      # the study goes on as it started: its saved settings, said once
             self.cfg = cfg = dataclasses.replace(cfg, settings=optimizer.settings)
+            was = optimizer.settings.to_dict()     # a setting newer than the state: its value there
             self.progress.message("--resume: the study keeps the settings it started with: " + "; ".join(
-                f"optimizer.{k} = {json.dumps(old)} (the default is now {json.dumps(now)})"
-                for k, (old, now) in kept.items()))
+                f"optimizer.{k} = {json.dumps(was[k])} (the default is now {json.dumps(new['optimizer'][k])})"
+                for k in kept))
         s = state["session"]
         where = s["where"] if version == STATE_VERSION else {   # 1: outcomes held it
             k: {key: o[key] for key in ("node", "host") if o.get(key)} for k, o in s["outcomes"].items()}
