@@ -102,6 +102,46 @@ def test_the_journal_is_folded_into_the_state_file_once_it_outgrows_it(tmp_path)
     assert sum(s > 0 for s in sizes) > len(sizes) / 2         # most steps were journal lines
 
 
+BUDGET = [{"metric": "runtime", "limit": 2.0, "type": "budget", "runtime": True}]
+
+
+def budgeted_study(tmp_path, n, monkeypatch=None):
+    """A budgeted GP study of ``n`` steps saved as the loop saves it (one whole write first);
+    the expected whole state and the journal's line lengths."""
+    clock, where, session = Clock(), {}, {"elapsed_before": 0.0, "busy_seconds": 0.0, "run_id": None}
+    opt = Optimizer(SPACE, seed=2, n_initial=4, n_candidates=64, constraints=BUDGET, clock=clock)
+    path = tmp_path / "state.json"
+    f = StudyStateFile(path)
+    f._state_bytes = 10 ** 9        # no fold into the state file: every step a journal line
+    save = lambda new, whole=False: f.save(lambda: CONFIG, opt, session, where, new, whole=whole)  # noqa: E731
+    save(set(), whole=True)
+    f._state_bytes = 10 ** 9
+    steps(opt, clock, n, save, where)
+    lengths = [len(line) for line in journal_path(path).read_text().splitlines()]
+    return path, whole(opt, where, session), lengths, opt, clock
+
+
+def test_a_journal_line_does_not_grow_with_the_study(tmp_path):
+    path, expected, lengths, opt, clock = budgeted_study(tmp_path, 120)
+    # the trials each model absorbed and those whose run time arrived are written as new tails
+    assert sum(lengths[-20:]) < 1.2 * sum(lengths[10:30])
+    _, state = read_study_state(path)
+    assert {k: state[k] for k in ("config", "optimizer", "session")} == expected
+    assert Optimizer.from_state(state["optimizer"], clock=clock).suggest().config == opt.suggest().config
+
+
+def test_a_study_saved_by_the_version_before_reads_back_whole(tmp_path, monkeypatch):
+    import tuner.study.state as st
+
+    monkeypatch.setattr(st, "changes", lambda before, now: now)     # version 2: whole lists
+    monkeypatch.setattr(st, "STATE_VERSION", 2)
+    path, expected, lengths, _, _ = budgeted_study(tmp_path, 30)
+    assert json.loads(path.read_text())["version"] == 2 and len(lengths) == 30
+    monkeypatch.undo()
+    _, state = read_study_state(path)
+    assert {k: state[k] for k in ("config", "optimizer", "session")} == expected
+
+
 def test_a_learning_curve_the_tracker_has_not_logged_survives_a_crash(tmp_path):
     """SaveState keeps the curve of an ended trial in the state until the tracker has logged it,
     and a resumed study has it back for its child run (a hard kill between the two)."""

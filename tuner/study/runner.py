@@ -47,7 +47,7 @@ from .config import ConfigError, StudyConfig
 from .executor import Executor
 from .progress import Progress
 from .report import StudyResult, banner, finish
-from .state import STATE_VERSION, StudyStateFile
+from .state import StudyStateFile
 from .study import Session, Study
 from .tracking import LogToTracker, Tracker, log_budget, study_params
 from .warm import Carried, Earlier, ReadTracker, carry, context_space, earlier_studies, study_context
@@ -209,7 +209,7 @@ class StudyRunner:
                 f"optimizer.{k} = {json.dumps(was[k])} (the default is now {json.dumps(new['optimizer'][k])})"
                 for k in kept))
         s = state["session"]
-        where = s["where"] if version == STATE_VERSION else {   # 1: outcomes held it
+        where = s["where"] if version >= 2 else {   # 1: outcomes held it
             k: {key: o[key] for key in ("node", "host") if o.get(key)} for k, o in s["outcomes"].items()}
         self.session = Session(float(s["elapsed_before"]), float(s["busy_seconds"]),
                                {int(k): v for k, v in where.items()}, s["run_id"])
