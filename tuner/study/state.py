@@ -14,9 +14,8 @@ file and emptying the journal, the old lines are not applied again.
 
 The optimizer's part of a line is a change to the one before (``changes``): a list that only
 grew since (the trials each model has absorbed, the trials whose constraint values arrived) is
-written as its new tail, so a line stays small as the study grows (at 1 500 trials with a
-budget, 24 KB of such lists a line before).  Version 3; version-2 lines (whole lists) are read
-the same way.
+written as its new tail, so a line stays small as the study grows (docs/evidence.md, "How busy
+`tuner run` keeps the workers").  Version 3; version-2 lines (whole lists) are read the same way.
 """
 
 from __future__ import annotations
