@@ -105,17 +105,16 @@ def test_the_journal_is_folded_into_the_state_file_once_it_outgrows_it(tmp_path)
 BUDGET = [{"metric": "runtime", "limit": 2.0, "type": "budget", "runtime": True}]
 
 
-def budgeted_study(tmp_path, n, monkeypatch=None):
+def budgeted_study(tmp_path, n):
     """A budgeted GP study of ``n`` steps saved as the loop saves it (one whole write first);
     the expected whole state and the journal's line lengths."""
     clock, where, session = Clock(), {}, {"elapsed_before": 0.0, "busy_seconds": 0.0, "run_id": None}
     opt = Optimizer(SPACE, seed=2, n_initial=4, n_candidates=64, constraints=BUDGET, clock=clock)
     path = tmp_path / "state.json"
     f = StudyStateFile(path)
-    f._state_bytes = 10 ** 9        # no fold into the state file: every step a journal line
     save = lambda new, whole=False: f.save(lambda: CONFIG, opt, session, where, new, whole=whole)  # noqa: E731
     save(set(), whole=True)
-    f._state_bytes = 10 ** 9
+    f._state_bytes = 10 ** 9        # no fold into the state file: every step a journal line
     steps(opt, clock, n, save, where)
     lengths = [len(line) for line in journal_path(path).read_text().splitlines()]
     return path, whole(opt, where, session), lengths, opt, clock

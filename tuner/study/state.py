@@ -127,7 +127,7 @@ class StudyStateFile:
         self._whole_due = False
         optimizer.changed_trials()            # all of them are in the whole state
         whole = optimizer.state_dict()
-        self._written = {k: whole[k] for k in optimizer.changing_state()}
+        self._written = whole                 # holds the changing state (``changes`` reads its keys)
         write_state(self.path, STATE_FORMAT, STATE_VERSION, {
             "generation": self.generation, "config": config, "optimizer": whole,
             "session": session}, default=str)
