@@ -157,6 +157,12 @@ def test_the_shared_context_kernel_is_its_formula_computed_in_parts(name, one_co
     assert np.allclose(got, want, rtol=1e-12, atol=1e-14)
     if X2 is X1:
         assert np.allclose(np.diag(got), 1.7, rtol=1e-14) and np.allclose(got, got.T, rtol=1e-14)
+    # with the contexts' level u: (1 - u) times the above plus u rho(r_z); k(x, x) stays a
+    level = 0.8 * want + 0.2 * 1.7 * plain(X1[:, 2:], X2[:, 2:], 1.0, ls[2:])
+    got = k(X1, X2, 1.7, ls, share=0.3, level=0.2)
+    assert np.allclose(got, level, rtol=1e-12, atol=1e-14)
+    if X2 is X1:
+        assert np.allclose(np.diag(got), 1.7, rtol=1e-14)
 
 
 def test_the_shared_context_kernel_has_the_gradient_of_its_likelihood():
@@ -167,13 +173,15 @@ def test_the_shared_context_kernel_has_the_gradient_of_its_likelihood():
     X = rng.random((20, 4))
     y = np.sin(3 * X[:, 0]) + 0.3 * X[:, 3]
     S, ctx = pairwise_sqdiff(X), np.array([False, False, True, True])
-    for name in ("se", "matern52"):
+    y[X[:, 2] > 0.5] += 1.0          # a level that differs between contexts
+    for name, level in [("se", False), ("matern52", False), ("se", True), ("matern52", True)]:
         kernel = make_kernel(name, n_context=2)
-        theta = np.array([0.1, -0.5, 0.2, -1.0, 0.3, 0.4, -3.0])   # log a, log l (4), logit w, log noise
-        _, grad = negative_log_marginal_likelihood(theta, kernel, S, y, ctx)
+        # log a, log l (4), logit w, (logit u,) log noise
+        theta = np.array([0.1, -0.5, 0.2, -1.0, 0.3, 0.4] + [-0.7] * level + [-3.0])
+        _, grad = negative_log_marginal_likelihood(theta, kernel, S, y, ctx, level)
         step = np.eye(len(theta)) * 1e-6
-        numeric = [(negative_log_marginal_likelihood(theta + e, kernel, S, y, ctx)[0]
-                    - negative_log_marginal_likelihood(theta - e, kernel, S, y, ctx)[0]) / 2e-6
+        numeric = [(negative_log_marginal_likelihood(theta + e, kernel, S, y, ctx, level)[0]
+                    - negative_log_marginal_likelihood(theta - e, kernel, S, y, ctx, level)[0]) / 2e-6
                    for e in step]
         np.testing.assert_allclose(grad, numeric, rtol=1e-5, atol=1e-6)
 
@@ -196,6 +204,25 @@ def test_the_shared_part_is_large_when_the_contexts_share_their_optimum(moves, s
     again = Optimizer.from_state(opt.state_dict(), clock=SimClock())
     assert again.objective.gp_all.hyper.share == w
     assert again.suggest(context={"z": 0.2}).config == opt.suggest(context={"z": 0.2}).config
+
+
+@pytest.mark.parametrize("step, level", [(0.0, (0.0, 0.01)), (0.5, (0.1, 0.6))])
+def test_the_level_of_each_context_is_fit_by_the_evidence(step, level):
+    """context_kernel: shared-level adds h(z), a level no configuration changes: its weight u
+    is near 0 when the contexts share their level and grows when the level moves with z, while
+    the shared part stays large (the optimum does not move); saved and resumed with the rest."""
+    opt = Optimizer(LINE, context_space=Z, seed=0, objective_bounds=(-1, 1), clock=SimClock(),
+                    context_kernel="shared-level", refit_every=5)
+    rng = np.random.default_rng(0)
+    for _ in range(40):
+        z = float(rng.choice([0.2, 0.8]))
+        s = opt.suggest(context={"z": z})
+        opt.tell(s.trial_id, -(s.config["x"] - 0.5) ** 2 + step * z)
+    hyper = opt.objective.gp_all.hyper
+    assert level[0] <= hyper.level <= level[1] and hyper.share > 0.9, hyper
+    again = Optimizer.from_state(opt.state_dict(), clock=SimClock())
+    assert again.objective.gp_all.hyper.level == hyper.level
+    assert again.suggest(context={"z": 0.5}).config == opt.suggest(context={"z": 0.5}).config
 
 
 def test_at_a_context_without_a_result_the_choice_is_the_posterior_mean_best():

@@ -19,6 +19,9 @@ Methods (paper-exact settings, ``tuner.PAPER_EXACT``, m = 6, nu_t over the windo
   cgp-ucb-shared / -ts-shared the contextual GP with the shared-context kernel
                               k_x (w + (1 - w) k_z) (``context_kernel: shared``, the product's
                               default; cgp-*-sdf keep the paper's product kernel)
+  cgp-ucb-shared-mean         and the posterior mean at a context until its first result
+                              (``new_context: mean``)
+  cgp-ucb-level-mean / -ts-   and a level of each context (``context_kernel: shared-level``)
 Candidate sets are cut to 256 Sobol points + 32 local ones for every method (the same code
 paths; Thompson draws on 1 152 candidates at n = 600 would take a minute per run).
 
@@ -66,8 +69,12 @@ METHODS = {"cgp-ucb-sdf": ("gp-ucb-sdf", "context"), "gp-ucb-sdf": ("gp-ucb-sdf"
            "cgp-ucb-shared": ("gp-ucb-sdf", "context-shared"),
            "cgp-ts-shared": ("gp-ts-sdf", "context-shared"),
            # the same, with the posterior mean (no exploration) at a context until its first result
-           "cgp-ucb-shared-mean": ("gp-ucb-sdf", "context-shared-mean")}
-PAPER_METHODS = [m for m in METHODS if not m.startswith("optuna") and not m.endswith("shared")]
+           "cgp-ucb-shared-mean": ("gp-ucb-sdf", "context-shared-mean"),
+           # and a level of each context (``context_kernel: shared-level``)
+           "cgp-ucb-level-mean": ("gp-ucb-sdf", "context-level-mean"),
+           "cgp-ts-level-mean": ("gp-ts-sdf", "context-level-mean")}
+PAPER_METHODS = [m for m in METHODS if not m.startswith("optuna") and "shared" not in m
+                 and "level" not in m]
 SETTINGS = {**PAPER_EXACT, "window": float(WINDOW), "nu_terms": "window", "beta": 1.0,
             "objective_bounds": (0.0, 1.0), "n_candidates": 256, "n_local": 32}
 # --defaults: the product's default settings instead (soft censoring, the lengthscale prior...)
@@ -239,7 +246,8 @@ class OptunaWarm:
 
 def _make(tasks: Tasks, algorithm: str, kind: str, seed: int, product: bool) -> Optimizer:
     settings = {**(PRODUCT if product else SETTINGS),      # cgp-*-sdf: the paper's product kernel
-                "context_kernel": "shared" if kind.startswith("context-shared") else "product",
+                "context_kernel": ("shared-level" if kind.startswith("context-level") else
+                                   "shared" if kind.startswith("context-shared") else "product"),
                 "new_context": "mean" if kind.endswith("-mean") else "ucb"}
     return Optimizer(tasks.space, algorithm=algorithm, seed=seed, clock=SimClock(),
                      context_space=tasks.context_space if kind.startswith("context") else None,

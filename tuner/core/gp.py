@@ -52,23 +52,27 @@ def blas_threads(fn: _F) -> _F:
 @dataclass
 class Hyperparameters:
     """Kernel amplitude a, ARD lengthscales l and noise (regularization) lambda; ``share``: the
-    weight of the part shared by every context (``Kernel``; None without it)."""
+    weight of the part shared by every context, ``level``: the weight of the contexts' level
+    (``Kernel``; None without them)."""
 
     amplitude: float
     lengthscales: np.ndarray
     noise: float
     share: float | None = None
+    level: float | None = None
 
     def to_dict(self) -> dict:
         return {"amplitude": float(self.amplitude),
                 "lengthscales": [float(v) for v in self.lengthscales],
                 "noise": float(self.noise),
-                **({"share": float(self.share)} if self.share is not None else {})}
+                **({"share": float(self.share)} if self.share is not None else {}),
+                **({"level": float(self.level)} if self.level is not None else {})}
 
     @classmethod
     def from_dict(cls, d: dict) -> "Hyperparameters":
         return cls(float(d["amplitude"]), np.asarray(d["lengthscales"], dtype=float),
-                   float(d["noise"]), None if d.get("share") is None else float(d["share"]))
+                   float(d["noise"]), None if d.get("share") is None else float(d["share"]),
+                   None if d.get("level") is None else float(d["level"]))
 
 
 @dataclass
@@ -187,7 +191,8 @@ class GaussianProcess:
             self._VD[: self.n] = self.solve(self.k(self.anchor, self.X).T)
 
     def k(self, A: np.ndarray, B: np.ndarray) -> np.ndarray:
-        return self.kernel(A, B, self.hyper.amplitude, self.hyper.lengthscales, self.hyper.share)
+        h = self.hyper
+        return self.kernel(A, B, h.amplitude, h.lengthscales, h.share, h.level)
 
     def _reserve(self, n: int) -> None:
         cap = self._X.shape[0]
@@ -504,7 +509,7 @@ def _whitened_cross(gp: GaussianProcess, U: np.ndarray) -> np.ndarray:
     return gp.solve(gp.k(U, gp.X).T)      # k(X, U) in Fortran order: LAPACK needs no copy
 
 
-SHARE_LOGIT = (-6.0, 6.0)     # the box of logit w (the shared-context kernel): w in [0.0025, 0.9975]
+SHARE_LOGIT = (-6.0, 6.0)     # the box of logit w and u (the shared-context kernel): in [0.0025, 0.9975]
 
 
 def pairwise_sqdiff(X: np.ndarray) -> np.ndarray:
@@ -514,11 +519,13 @@ def pairwise_sqdiff(X: np.ndarray) -> np.ndarray:
 
 
 def negative_log_marginal_likelihood(theta: np.ndarray, kernel: Kernel, S: np.ndarray,
-                                     y: np.ndarray, context: np.ndarray | None = None
-                                     ) -> tuple[float, np.ndarray]:
+                                     y: np.ndarray, context: np.ndarray | None = None,
+                                     level: bool = False) -> tuple[float, np.ndarray]:
     """-log p(y | X, theta) and its gradient, theta = (log a, log l_1..l_d, log lambda), or
     with ``context`` (a mask of the rows of S that are context columns) theta = (log a, log l,
-    logit w, log lambda) for the kernel a (w rho(r_x) + (1 - w) rho(r)) (``Kernel``).
+    logit w, log lambda) for the kernel a (w rho(r_x) + (1 - w) rho(r)), and with ``level``
+    theta = (log a, log l, logit w, logit u, log lambda) for
+    a ((1 - u) (w rho(r_x) + (1 - w) rho(r)) + u rho(r_z)) (``Kernel``).
 
     Rasmussen & Williams (2006) eqs. 2.30 and 5.9; ``S = pairwise_sqdiff(X)``.  Every matrix
     in the gradient is symmetric, so W = alpha alpha^T - K^{-1} is formed from the lower triangle
@@ -529,12 +536,19 @@ def negative_log_marginal_likelihood(theta: np.ndarray, kernel: Kernel, S: np.nd
     inv_l2 = 1.0 / ls ** 2
     r2 = (inv_l2 @ S).reshape(n, n)
     rho, drho = kernel.rho_and_drho(r2)
+    u = 0.0
     if context is None:
         K = a * rho
     else:                       # the shared-context kernel: w over the configuration's columns
         w, x = 1.0 / (1.0 + np.exp(-theta[1 + d])), ~context
         rho_x, drho_x = kernel.rho_and_drho((inv_l2[x] @ S[x]).reshape(n, n))
-        K = a * (w * rho_x + (1.0 - w) * rho)
+        M = w * rho_x + (1.0 - w) * rho
+        if level:               # the contexts' level: u over the context's columns alone
+            u = 1.0 / (1.0 + np.exp(-theta[2 + d]))
+            rho_z, drho_z = kernel.rho_and_drho((inv_l2[context] @ S[context]).reshape(n, n))
+            K = a * ((1.0 - u) * M + u * rho_z)
+        else:
+            K = a * M
     K.flat[:: n + 1] += lam
     L, info = lapack.dpotrf(K, lower=1)
     if info != 0:
@@ -554,9 +568,12 @@ def negative_log_marginal_likelihood(theta: np.ndarray, kernel: Kernel, S: np.nd
         W *= a
         grad[1:1 + d] = -0.5 * (S @ W.ravel()) * inv_l2
         return float(nll), grad
-    grad[1 + d] = -0.5 * a * w * (1.0 - w) * float(np.sum(W * (rho_x - rho)))
-    gl = S @ (W * drho).ravel() * ((1.0 - w) * a)
-    gl[x] += S[x] @ (W * drho_x).ravel() * (w * a)
+    grad[1 + d] = -0.5 * a * (1.0 - u) * w * (1.0 - w) * float(np.sum(W * (rho_x - rho)))
+    gl = S @ (W * drho).ravel() * ((1.0 - w) * (1.0 - u) * a)
+    gl[x] += S[x] @ (W * drho_x).ravel() * (w * (1.0 - u) * a)
+    if level:
+        grad[2 + d] = -0.5 * a * u * (1.0 - u) * float(np.sum(W * (rho_z - M)))
+        gl[context] += S[context] @ (W * drho_z).ravel() * (u * a)
     grad[1:1 + d] = -0.5 * gl * inv_l2
     return float(nll), grad
 
@@ -582,8 +599,9 @@ def lengthscale_log_prior(theta: np.ndarray, d: int) -> tuple[float, np.ndarray]
 
 
 def _posterior_objective(theta: np.ndarray, kernel: Kernel, S: np.ndarray, y: np.ndarray,
-                         prior: bool, context: np.ndarray | None = None) -> tuple[float, np.ndarray]:
-    nll, grad = negative_log_marginal_likelihood(theta, kernel, S, y, context)
+                         prior: bool, context: np.ndarray | None = None, level: bool = False
+                         ) -> tuple[float, np.ndarray]:
+    nll, grad = negative_log_marginal_likelihood(theta, kernel, S, y, context, level)
     if not prior or nll >= 1e25:
         return nll, grad
     p, pg = lengthscale_log_prior(theta, S.shape[0])
@@ -622,27 +640,33 @@ def fit_and_score(kernel: Kernel, X: np.ndarray, y: np.ndarray, start: Hyperpara
         ls0 = (G @ ls0) / G.sum(axis=1)
     d = S.shape[0]
     box = bounds.log_box(d)
-    # the shared-context kernel (``Kernel``): logit w after the lengthscales
+    # the shared-context kernel (``Kernel``): logit w (and logit u) after the lengthscales
     context = None
     share0: list[float] = []
+    level = bool(kernel.n_context and start.share is not None and start.level is not None)
     if kernel.n_context and start.share is not None:
         cols = np.zeros(X.shape[1], dtype=bool)
         cols[-kernel.n_context:] = True
         context = cols if groups is None else np.isin(np.arange(d), groups[cols])
-        w0 = min(max(start.share, 1e-3), 1 - 1e-3)
-        share0 = [float(np.log(w0 / (1 - w0)))]
-        box = box[:-1] + [SHARE_LOGIT] + box[-1:]
+        share0 = [_logit(start.share)] + ([_logit(start.level)] if level else [])
+        box = box[:-1] + [SHARE_LOGIT] * len(share0) + box[-1:]
     lo, hi = np.array([b[0] for b in box]), np.array([b[1] for b in box])
     theta0 = np.clip(np.concatenate([[np.log(start.amplitude)], ls0, share0, [np.log(start.noise)]]),
                      lo, hi)
     starts = [theta0] + [lo + rng.random(len(lo)) * (hi - lo) for _ in range(n_restarts)]
     best_theta, best_val = theta0, np.inf
     for th in starts:
-        res = minimize(_posterior_objective, th, args=(kernel, S, y, lengthscale_prior, context),
+        res = minimize(_posterior_objective, th, args=(kernel, S, y, lengthscale_prior, context, level),
                        jac=True, method="L-BFGS-B", bounds=box, options={"maxiter": 200})
         if np.isfinite(res.fun) and res.fun < best_val:
             best_theta, best_val = res.x, res.fun
     ls = np.exp(best_theta[1:1 + d])
     share = None if context is None else float(1.0 / (1.0 + np.exp(-best_theta[1 + d])))
+    lev = float(1.0 / (1.0 + np.exp(-best_theta[2 + d]))) if level else None
     return Hyperparameters(float(np.exp(best_theta[0])), ls if groups is None else ls[groups],
-                           float(np.exp(best_theta[-1])), share), float(best_val)
+                           float(np.exp(best_theta[-1])), share, lev), float(best_val)
+
+
+def _logit(p: float) -> float:
+    p = min(max(p, 1e-3), 1 - 1e-3)
+    return float(np.log(p / (1 - p)))

@@ -51,7 +51,10 @@ class Kernel:
     a ``share`` w in [0, 1] mixes in the kernel without them: k = a (w rho(r_x) + (1 - w) rho(r)),
     r_x the distance over the configuration's columns alone.  For the SE kernel this is
     k_x (w + (1 - w) k_z): a part shared by every context and a context-specific part
-    (``Settings.context_kernel: shared``; w = 0 is the paper's product kernel).
+    (``Settings.context_kernel: shared``; w = 0 is the paper's product kernel).  A ``level``
+    u in [0, 1) adds a level of each context that no configuration changes,
+    k = a ((1 - u) (w rho(r_x) + (1 - w) rho(r)) + u rho(r_z))  (``context_kernel: shared-level``):
+    g(z, x) = h(z) + f(z, x) with h and f independent GPs; k(x, x) stays a.
     """
 
     name = "kernel"
@@ -71,28 +74,39 @@ class Kernel:
         return self.rho(r2), self.drho(r2)
 
     def __call__(self, X1: np.ndarray, X2: np.ndarray, amplitude: float,
-                 lengthscales: np.ndarray, share: float | None = None) -> np.ndarray:
+                 lengthscales: np.ndarray, share: float | None = None,
+                 level: float | None = None) -> np.ndarray:
         if share is None or not self.n_context:
             r2 = scaled_sqdist(X1, X2, lengthscales)
             K = self.rho(r2, out=r2)
         else:   # r^2 = r_x^2 + r_z^2: the configuration's and the context's parts apart
             c = -self.n_context
             K = self.mixed(scaled_sqdist(X1[:, :c], X2[:, :c], lengthscales[:c]),
-                           context_sqdist(X1[:, c:], X2[:, c:], lengthscales[c:]), share)
+                           context_sqdist(X1[:, c:], X2[:, c:], lengthscales[c:]), share, level)
         K *= amplitude
         return K
 
-    def mixed(self, rx2: np.ndarray, rz2: np.ndarray, share: float) -> np.ndarray:
-        """w rho(r_x) + (1 - w) rho(r), r^2 = r_x^2 + r_z^2 (``rz2`` may broadcast); overwrites
-        ``rx2`` (a fresh array in ``__call__``), as ``rho(r2, out=r2)`` does there."""
+    def mixed(self, rx2: np.ndarray, rz2: np.ndarray, share: float,
+              level: float | None = None) -> np.ndarray:
+        """w rho(r_x) + (1 - w) rho(r), r^2 = r_x^2 + r_z^2 (``rz2`` may broadcast), then the
+        context level if any; overwrites ``rx2`` (a fresh array in ``__call__``), as
+        ``rho(r2, out=r2)`` does there."""
         r2 = rx2 + rz2
         K = self.rho(r2, out=r2)
         K *= 1.0 - share
         K += share * self.rho(rx2, out=rx2)
-        return K
+        return _with_level(K, self.rho(rz2), level)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
+
+
+def _with_level(K: np.ndarray, rho_z: np.ndarray, level: float | None) -> np.ndarray:
+    """(1 - u) K + u rho(r_z) in place (``rho_z`` may broadcast); K itself without a level."""
+    if level:
+        K *= 1.0 - level
+        K += level * rho_z
+    return K
 
 
 class SquaredExponential(Kernel):
@@ -111,12 +125,14 @@ class SquaredExponential(Kernel):
         e = np.exp(-0.5 * r2)
         return e, e
 
-    def mixed(self, rx2: np.ndarray, rz2: np.ndarray, share: float) -> np.ndarray:
+    def mixed(self, rx2: np.ndarray, rz2: np.ndarray, share: float,
+              level: float | None = None) -> np.ndarray:
         """k_x (w + (1 - w) k_z): rho(r) = rho(r_x) rho(r_z) for the SE kernel, so one
         exponential of the full size instead of two; overwrites ``rx2``."""
         K = self.rho(rx2, out=rx2)
-        K *= share + (1.0 - share) * self.rho(rz2)
-        return K
+        rho_z = self.rho(rz2)
+        K *= share + (1.0 - share) * rho_z
+        return _with_level(K, rho_z, level)
 
 
 class Matern52(Kernel):

@@ -94,9 +94,10 @@ class Optimizer:
         s = self.settings
         # a context's part mixed with a part shared by every context (``Kernel``)
         n_context = (self.contexts.space.dim if self.contexts is not None
-                     and s.context_kernel == "shared" else 0)
+                     and s.context_kernel != "product" else 0)
         hyper = Hyperparameters(s.amplitude, np.full(inputs.dim, s.lengthscale), s.noise,
-                                0.5 if n_context else None)
+                                0.5 if n_context else None,
+                                0.2 if n_context and s.context_kernel == "shared-level" else None)
         shared = s.categorical_lengthscale == "shared" and any(
             p.kind == "categorical" for p in inputs.params.values())
         groups = inputs.groups() if shared else None

@@ -45,7 +45,8 @@ class Settings:
     constraint_kernel: str = "same"    # the constraint GPs' kernel: "same" as the objective's, or one
     categorical_lengthscale: str = "shared"   # one per categorical (Hamming), or per choice
     context_kernel: str = "shared"     # with a context_space: k_x (w + (1 - w) k_z), w fit by the
-                                       # evidence, or "product": k_x k_z (paper 001 §5)
+                                       # evidence, "shared-level": plus a level of each context,
+                                       # or "product": k_x k_z (paper 001 §5)
     amplitude: float = 1.0
     lengthscale: float = 0.2
     noise: float = 1e-3
@@ -183,7 +184,7 @@ SETTINGS_FIELDS: dict[str, Field] = {
     "fit_restarts": Field((int,), minimum=0),
     "n_initial": Field((int,), words=("auto",), minimum=0),
     "startup_until_result": Field((bool,)),
-    "context_kernel": Field((str,), choices=("product", "shared")),
+    "context_kernel": Field((str,), choices=("product", "shared", "shared-level")),
     "n_candidates": Field((int,), minimum=1),
     "n_local": Field((int,), minimum=0),
     "n_starts": Field((int,), minimum=0),
