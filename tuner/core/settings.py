@@ -44,9 +44,11 @@ class Settings:
     kernel: str = "se"                 # se | matern52 | auto: at each fit, the one of higher evidence
     constraint_kernel: str = "same"    # the constraint GPs' kernel: "same" as the objective's, or one
     categorical_lengthscale: str = "shared"   # one per categorical (Hamming), or per choice
-    context_kernel: str = "shared"     # with a context_space: k_x (w + (1 - w) k_z), w fit by the
-                                       # evidence, "shared-level": plus a level of each context,
-                                       # or "product": k_x k_z (paper 001 §5)
+    context_kernel: str = "shared-level"   # with a context_space: (1 - u) k_x (w + (1 - w) k_z)
+                                       # + u k_z, a level of each context beside a shared and a
+                                       # context-specific part, w and u fit by the evidence;
+                                       # "shared": without the level (u = 0), or "product": k_x k_z
+                                       # (paper 001 §5)
     amplitude: float = 1.0
     lengthscale: float = 0.2
     noise: float = 1e-3
