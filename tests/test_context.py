@@ -225,6 +225,25 @@ def test_the_level_of_each_context_is_fit_by_the_evidence(step, level):
     assert again.suggest(context={"z": 0.5}).config == opt.suggest(context={"z": 0.5}).config
 
 
+def test_a_copy_of_a_running_trial_is_judged_without_the_contexts_level():
+    """running_correlation keeps x_t off copies of a running x_s; with the contexts' level every
+    two configurations at one context correlate by at least u, which must not widen what counts
+    as a copy: the same configurations are copies at u = 0.9 as without a level."""
+    from dataclasses import replace
+
+    opt = trained(context_kernel="shared-level")
+    s = opt.suggest(context={"z": 0.5})              # running at (x_s, 0.5)
+    gp = opt.objective.gp_done
+    U = np.linspace(0, 1, 2001)[:, None]
+    masks = []
+    for level in (None, 0.9):
+        gp.set_hyperparameters(replace(gp.hyper, level=level))
+        masks.append(opt._near_running(opt.contexts.encode({"z": 0.5}))(U))
+    assert masks[0].any() and not masks[0].all()
+    assert (masks[1] == masks[0]).all()
+    assert abs(U[masks[0], 0].mean() - s.config["x"]) < 0.01
+
+
 def test_at_a_context_without_a_result_the_choice_is_the_posterior_mean_best():
     """new_context: mean (default): until a result at z_t arrives, x_t maximizes the posterior
     mean at z_t (no exploration term); once one has, UCB again.  "ucb" is paper 001's rule."""

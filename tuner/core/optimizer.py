@@ -436,10 +436,15 @@ class Optimizer:
             return None
         Xr = np.vstack([tr.x for tr in self._live.values()])
         gp = self.objective.gp_done
+        h = gp.hyper
 
         def near(U: np.ndarray) -> np.ndarray:
             J = U if z is None else self.contexts.join(U, z)
-            return (gp.k(J, Xr) / gp.hyper.amplitude).max(axis=1) >= rho
+            if h.level is None:
+                return (gp.k(J, Xr) / h.amplitude).max(axis=1) >= rho
+            # the correlation of the part that depends on x: the contexts' level correlates
+            # every two configurations at one context by u
+            return gp.kernel(J, Xr, 1.0, h.lengthscales, h.share).max(axis=1) >= rho
 
         return near
 
