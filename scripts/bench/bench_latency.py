@@ -169,6 +169,9 @@ def main() -> None:
                          "instead of Optuna")
     ap.add_argument("--against-context", action="store_true",
                     help="time suggestions with one context dimension and without, same run")
+    ap.add_argument("--context-kernel", default=None,
+                    help="with --against-context: the context kernel of the side with a context "
+                         "(default: Settings' default)")
     ap.add_argument("--out", default="bench_results/latency", help="directory for latency.csv/.md")
     args = ap.parse_args()
     if args.one:
@@ -177,8 +180,10 @@ def main() -> None:
         return side_by_side(args, "against_paper", ("paper-exact", "default"),
                             {"settings": Settings(**PAPER_EXACT)}, {})
     if args.against_context:   # one context dimension against none (paper 001 §5)
+        kernel = {} if args.context_kernel is None else {
+            "settings": Settings(context_kernel=args.context_kernel)}
         return side_by_side(args, "against_context", ("no context", "with a context"),
-                            {}, {"context": True})
+                            {}, {"context": True, **kernel})
     import optuna
     rows = []
     load0 = os.getloadavg()

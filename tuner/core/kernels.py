@@ -91,22 +91,17 @@ class Kernel:
         """w rho(r_x) + (1 - w) rho(r), r^2 = r_x^2 + r_z^2 (``rz2`` may broadcast), then the
         context level if any; overwrites ``rx2`` (a fresh array in ``__call__``), as
         ``rho(r2, out=r2)`` does there."""
+        u = level or 0.0
         r2 = rx2 + rz2
         K = self.rho(r2, out=r2)
-        K *= 1.0 - share
-        K += share * self.rho(rx2, out=rx2)
-        return _with_level(K, self.rho(rz2), level)
+        K *= (1.0 - u) * (1.0 - share)
+        K += (1.0 - u) * share * self.rho(rx2, out=rx2)
+        if u:
+            K += u * self.rho(rz2)
+        return K
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
-
-
-def _with_level(K: np.ndarray, rho_z: np.ndarray, level: float | None) -> np.ndarray:
-    """(1 - u) K + u rho(r_z) in place (``rho_z`` may broadcast); K itself without a level."""
-    if level:
-        K *= 1.0 - level
-        K += level * rho_z
-    return K
 
 
 class SquaredExponential(Kernel):
@@ -129,10 +124,13 @@ class SquaredExponential(Kernel):
               level: float | None = None) -> np.ndarray:
         """k_x (w + (1 - w) k_z): rho(r) = rho(r_x) rho(r_z) for the SE kernel, so one
         exponential of the full size instead of two; overwrites ``rx2``."""
+        u = level or 0.0
         K = self.rho(rx2, out=rx2)
         rho_z = self.rho(rz2)
-        K *= share + (1.0 - share) * rho_z
-        return _with_level(K, rho_z, level)
+        K *= (1.0 - u) * (share + (1.0 - share) * rho_z) if u else share + (1.0 - share) * rho_z
+        if u:
+            K += u * rho_z
+        return K
 
 
 class Matern52(Kernel):
