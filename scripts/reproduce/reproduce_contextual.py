@@ -72,6 +72,7 @@ METHODS = {"cgp-ucb-sdf": ("gp-ucb-sdf", "context"), "gp-ucb-sdf": ("gp-ucb-sdf"
            "cgp-ucb-shared-mean": ("gp-ucb-sdf", "context-shared-mean"),
            # and a level of each context (``context_kernel: shared-level``)
            "cgp-ucb-level-mean": ("gp-ucb-sdf", "context-level-mean"),
+           "cgp-ucb-level": ("gp-ucb-sdf", "context-level"),        # UCB at a new context too
            "cgp-ts-level-mean": ("gp-ts-sdf", "context-level-mean")}
 PAPER_METHODS = [m for m in METHODS if not m.startswith("optuna") and "shared" not in m
                  and "level" not in m]
