@@ -244,6 +244,29 @@ def test_a_copy_of_a_running_trial_is_judged_without_the_contexts_level():
     assert abs(U[masks[0], 0].mean() - s.config["x"]) < 0.01
 
 
+@pytest.mark.parametrize("context_kernel", ["shared-level", "shared", "product"])
+def test_the_correlation_of_two_contexts_says_how_much_one_tells_about_the_other(context_kernel):
+    """context_correlation: near 1 when the contexts share the objective's shape (only the
+    level moves), lower when the optimum moves with the context; 1 for equal contexts."""
+    def told(moves):
+        opt = Optimizer(LINE, context_space=Z, seed=0, objective_bounds=(-1, 1), clock=SimClock(),
+                        context_kernel=context_kernel, refit_every=5)
+        rng = np.random.default_rng(0)
+        for _ in range(40):
+            z = float(rng.choice([0.2, 0.8]))
+            s = opt.suggest(context={"z": z})
+            opt.tell(s.trial_id, g(s.config["x"], z if moves else 0.5) + 0.3 * z)
+        return opt
+
+    alike, moving = told(False), told(True)
+    assert alike.context_correlation({"z": 0.2}, {"z": 0.2}) == pytest.approx(1.0)
+    near = alike.context_correlation({"z": 0.2}, {"z": 0.8})
+    far = moving.context_correlation({"z": 0.2}, {"z": 0.8})
+    assert near > 0.9 and far < near - 0.2, (near, far)
+    with pytest.raises(ValueError, match="no context_space"):
+        Optimizer(LINE, seed=0).context_correlation({"z": 0.2}, {"z": 0.8})
+
+
 def test_at_a_context_without_a_result_the_choice_is_the_posterior_mean_best():
     """new_context: mean (default): until a result at z_t arrives, x_t maximizes the posterior
     mean at z_t (no exploration term); once one has, UCB again.  "ucb" is paper 001's rule."""

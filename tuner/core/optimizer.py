@@ -486,6 +486,20 @@ class Optimizer:
         _, done = self._usable(now, len(self.trials))
         return self._fit_and_view(self.objective, done, self._censored(done), self._targets, refit=False)
 
+    def context_correlation(self, a: Mapping[str, Any], b: Mapping[str, Any]) -> float:
+        """How much what a configuration scores at context ``a`` says about it at ``b``: the GP's
+        prior correlation of the objective at one configuration under the two contexts, without
+        the contexts' level (``Kernel``): w + (1 - w) rho(r_z) with the shared kernels, rho(r_z)
+        with the product one; 1 for equal contexts.  It is the current fit's estimate."""
+        if self.contexts is None:
+            raise ValueError("context_correlation: this optimizer has no context_space")
+        gp = self.objective.gp_done
+        h = gp.hyper
+        x = np.zeros((1, len(h.lengthscales) - self.contexts.space.dim))   # any one configuration
+        A = self.contexts.join(x, self.contexts.encode(a))
+        B = self.contexts.join(x, self.contexts.encode(b))
+        return float(gp.kernel(A, B, 1.0, h.lengthscales, h.share)[0, 0])
+
     def _fit_and_view(self, model: CensoredModel, done: list[Trial], y_all: np.ndarray,
                       targets: Callable[[list[Trial]], np.ndarray], refit: bool = True) -> Posterior:
         """Refit if due, then the posterior the algorithm's pending-trial rule asks for."""

@@ -20,7 +20,7 @@ from .config import StudyConfig
 from .progress import Progress, not_finished, rank_finished, summary_table
 from .study import Study, own_trials
 from .tracking import Tracker, browse_text
-from .warm import carried_counts
+from .warm import carried_correlation, carried_counts
 
 
 @dataclass
@@ -122,7 +122,8 @@ def finish(study: Study, table: TrialTable, tracker: Tracker, progress: Progress
     carried = carried_counts(study.optimizer)
     if carried:
         progress.message("\nlearned from earlier studies (not in this table): " + ", ".join(
-            f"{n} trials of {name}" for name, n in carried.items())
+            f"{n} trials of {name}{_correlation_text(study.optimizer, name, cfg.context)}"
+            for name, n in carried.items())
             + ("" if cfg.context is None else f"; this study's context: {format_config(cfg.context)}"))
     progress.message("\n" + (best_line(study, top[0]) if finished else
                              f"no trial finished: {diagnosis(study)}" + best_partial_line(study)))
@@ -139,6 +140,13 @@ def finish(study: Study, table: TrialTable, tracker: Tracker, progress: Progress
     return StudyResult(status, study.optimizer, study.session.where, run_id, cfg.directory,
                        elapsed, snap.utilization, unlogged,
                        failure or (None if finished else diagnosis(study)))
+
+
+def _correlation_text(optimizer: Optimizer, origin: str, context: Mapping[str, Any] | None) -> str:
+    """" (context rows=100, correlation 0.93 with this one's)": how much of an earlier study the
+    GP carries to this study's context."""
+    got = carried_correlation(optimizer, origin, context)
+    return "" if got is None else f" (context {format_config(got[0])}, correlation {got[1]:.2f} with this one's)"
 
 
 def best_over_budget(study: Study, finished: list[dict[str, Any]]) -> dict[str, Any] | None:

@@ -212,6 +212,16 @@ def _left_out(t: Mapping[str, Any], space: SearchSpace, optimizer: Optimizer) ->
     return None
 
 
+def carried_correlation(optimizer: Optimizer, origin: str,
+                        context: Mapping[str, Any] | None) -> tuple[dict, float] | None:
+    """The context of the trials carried over from ``origin`` and how much the GP carries from
+    it to ``context`` (``Optimizer.context_correlation``); None without contexts."""
+    if context is None or optimizer.contexts is None:
+        return None
+    theirs = next((tr.context for tr in optimizer.trials if tr.origin == origin and tr.context), None)
+    return None if theirs is None else (dict(theirs), optimizer.context_correlation(theirs, context))
+
+
 def carried_counts(optimizer: Optimizer) -> dict[str, int]:
     """Trials carried over into ``optimizer``, by the study they came from (in order)."""
     out: dict[str, int] = {}
