@@ -347,20 +347,24 @@ def write_results(out: Path, curves: dict[str, list[np.ndarray]], runs: int, med
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=True)
-    for ax, family in zip(axes, ("ucb", "ts")):
+    # a panel per family that ran (UCB-based, TS-based); Optuna's warm starts, dashed, in each
+    families = [f for f in ("ucb", "ts") if any(f in m for m in curves)] or ["ucb"]
+    fig, axes = plt.subplots(1, len(families), figsize=(5 * len(families), 4), sharey=True,
+                             squeeze=False)
+    for ax, family in zip(axes[0], families):
         for m, cs in curves.items():
-            if family in m:
+            peer = m.startswith("optuna")
+            if family in m or peer:
                 A = np.array(cs)
                 mu, se = mean_se(A)
                 x = np.arange(1, A.shape[1] + 1)
-                ax.plot(x, mu, label=m)
+                ax.plot(x, mu, "--" if peer else "-", label=m)
                 ax.fill_between(x, mu - se, mu + se, alpha=0.2)
         ax.set_xlabel("iteration t")
         ax.set_title(f"{family.upper()}-based")
         if ax.lines:
             ax.legend()
-    axes[0].set_ylabel("cumulative regret")
+    axes[0][0].set_ylabel("cumulative regret")
     fig.tight_layout()
     fig.savefig(out / "cumulative_regret.png", dpi=120)
 
