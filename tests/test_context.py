@@ -18,15 +18,15 @@ def g(x, z):
     return -(x - z) ** 2
 
 
-def trained(algorithm="gp-ucb-sdf", n=40, **kw):
-    """An optimizer told g at contexts 0.2 and 0.8 only."""
-    opt = Optimizer(LINE, context_space=Z, algorithm=algorithm, seed=0, objective_bounds=(-1, 0),
-                    clock=SimClock(), **kw)
+def trained(algorithm="gp-ucb-sdf", n=40, value=g, objective_bounds=(-1, 0), **kw):
+    """An optimizer told ``value`` (g unless given) at contexts 0.2 and 0.8 only."""
+    opt = Optimizer(LINE, context_space=Z, algorithm=algorithm, seed=0,
+                    objective_bounds=objective_bounds, clock=SimClock(), **kw)
     rng = np.random.default_rng(0)
     for _ in range(n):
         z = float(rng.choice([0.2, 0.8]))
         s = opt.suggest(context={"z": z})
-        opt.tell(s.trial_id, g(s.config["x"], z))
+        opt.tell(s.trial_id, value(s.config["x"], z))
     return opt
 
 
@@ -190,13 +190,8 @@ def test_the_shared_context_kernel_has_the_gradient_of_its_likelihood():
 def test_the_shared_part_is_large_when_the_contexts_share_their_optimum(moves, share):
     """w (the part every context shares) is fit by the evidence: near 1 when g does not depend
     on the context, small when the optimum moves with it; the choice still follows the context."""
-    opt = Optimizer(LINE, context_space=Z, seed=0, objective_bounds=(-1, 0), clock=SimClock(),
-                    context_kernel="shared", refit_every=5)
-    rng = np.random.default_rng(0)
-    for _ in range(40):
-        z = float(rng.choice([0.2, 0.8]))
-        s = opt.suggest(context={"z": z})
-        opt.tell(s.trial_id, g(s.config["x"], z if moves else 0.5))
+    opt = trained(value=lambda x, z: g(x, z if moves else 0.5), context_kernel="shared",
+                  refit_every=5)
     w = opt.objective.gp_all.hyper.share
     assert share[0] <= w <= share[1], w
     if moves:
@@ -211,13 +206,8 @@ def test_the_level_of_each_context_is_fit_by_the_evidence(step, level):
     """context_kernel: shared-level adds h(z), a level no configuration changes: its weight u
     is near 0 when the contexts share their level and grows when the level moves with z, while
     the shared part stays large (the optimum does not move); saved and resumed with the rest."""
-    opt = Optimizer(LINE, context_space=Z, seed=0, objective_bounds=(-1, 1), clock=SimClock(),
-                    context_kernel="shared-level", refit_every=5)
-    rng = np.random.default_rng(0)
-    for _ in range(40):
-        z = float(rng.choice([0.2, 0.8]))
-        s = opt.suggest(context={"z": z})
-        opt.tell(s.trial_id, -(s.config["x"] - 0.5) ** 2 + step * z)
+    opt = trained(value=lambda x, z: -(x - 0.5) ** 2 + step * z, objective_bounds=(-1, 1),
+                  context_kernel="shared-level", refit_every=5)
     hyper = opt.objective.gp_all.hyper
     assert level[0] <= hyper.level <= level[1] and hyper.share > 0.9, hyper
     again = Optimizer.from_state(opt.state_dict(), clock=SimClock())
@@ -249,14 +239,8 @@ def test_the_correlation_of_two_contexts_says_how_much_one_tells_about_the_other
     """context_correlation: near 1 when the contexts share the objective's shape (only the
     level moves), lower when the optimum moves with the context; 1 for equal contexts."""
     def told(moves):
-        opt = Optimizer(LINE, context_space=Z, seed=0, objective_bounds=(-1, 1), clock=SimClock(),
-                        context_kernel=context_kernel, refit_every=5)
-        rng = np.random.default_rng(0)
-        for _ in range(40):
-            z = float(rng.choice([0.2, 0.8]))
-            s = opt.suggest(context={"z": z})
-            opt.tell(s.trial_id, g(s.config["x"], z if moves else 0.5) + 0.3 * z)
-        return opt
+        return trained(value=lambda x, z: g(x, z if moves else 0.5) + 0.3 * z,
+                       objective_bounds=(-1, 1), context_kernel=context_kernel, refit_every=5)
 
     alike, moving = told(False), told(True)
     assert alike.context_correlation({"z": 0.2}, {"z": 0.2}) == pytest.approx(1.0)

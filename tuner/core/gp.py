@@ -194,6 +194,13 @@ class GaussianProcess:
         h = self.hyper
         return self.kernel(A, B, h.amplitude, h.lengthscales, h.share, h.level)
 
+    def correlation_apart_from_level(self, A: np.ndarray, B: np.ndarray) -> np.ndarray:
+        """The prior correlation of the part of the function that depends on the configuration:
+        k / a with the contexts' level left out (``Kernel``), which correlates every two
+        configurations at one context by u."""
+        h = self.hyper
+        return self.kernel(A, B, 1.0, h.lengthscales, h.share)
+
     def _reserve(self, n: int) -> None:
         cap = self._X.shape[0]
         if n <= cap:
@@ -540,11 +547,11 @@ def negative_log_marginal_likelihood(theta: np.ndarray, kernel: Kernel, S: np.nd
     if context is None:
         K = a * rho
     else:                       # the shared-context kernel: w over the configuration's columns
-        w, x = 1.0 / (1.0 + np.exp(-theta[1 + d])), ~context
+        w, x = _sigmoid(theta[1 + d]), ~context
         rho_x, drho_x = kernel.rho_and_drho((inv_l2[x] @ S[x]).reshape(n, n))
         M = w * rho_x + (1.0 - w) * rho
         if level:               # the contexts' level: u over the context's columns alone
-            u = 1.0 / (1.0 + np.exp(-theta[2 + d]))
+            u = _sigmoid(theta[2 + d])
             rho_z, drho_z = kernel.rho_and_drho((inv_l2[context] @ S[context]).reshape(n, n))
             K = a * ((1.0 - u) * M + u * rho_z)
         else:
@@ -643,8 +650,9 @@ def fit_and_score(kernel: Kernel, X: np.ndarray, y: np.ndarray, start: Hyperpara
     # the shared-context kernel (``Kernel``): logit w (and logit u) after the lengthscales
     context = None
     share0: list[float] = []
-    level = bool(kernel.n_context and start.share is not None and start.level is not None)
-    if kernel.n_context and start.share is not None:
+    shared = bool(kernel.n_context and start.share is not None)
+    level = shared and start.level is not None
+    if shared:
         cols = np.zeros(X.shape[1], dtype=bool)
         cols[-kernel.n_context:] = True
         context = cols if groups is None else np.isin(np.arange(d), groups[cols])
@@ -661,8 +669,8 @@ def fit_and_score(kernel: Kernel, X: np.ndarray, y: np.ndarray, start: Hyperpara
         if np.isfinite(res.fun) and res.fun < best_val:
             best_theta, best_val = res.x, res.fun
     ls = np.exp(best_theta[1:1 + d])
-    share = None if context is None else float(1.0 / (1.0 + np.exp(-best_theta[1 + d])))
-    lev = float(1.0 / (1.0 + np.exp(-best_theta[2 + d]))) if level else None
+    share = None if context is None else float(_sigmoid(best_theta[1 + d]))
+    lev = float(_sigmoid(best_theta[2 + d])) if level else None
     return Hyperparameters(float(np.exp(best_theta[0])), ls if groups is None else ls[groups],
                            float(np.exp(best_theta[-1])), share, lev), float(best_val)
 
@@ -670,3 +678,8 @@ def fit_and_score(kernel: Kernel, X: np.ndarray, y: np.ndarray, start: Hyperpara
 def _logit(p: float) -> float:
     p = min(max(p, 1e-3), 1 - 1e-3)
     return float(np.log(p / (1 - p)))
+
+
+def _sigmoid(t: float) -> float:
+    """The inverse of ``_logit``: a weight (w, u) from its fitted logit."""
+    return 1.0 / (1.0 + np.exp(-t))

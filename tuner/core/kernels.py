@@ -127,7 +127,10 @@ class SquaredExponential(Kernel):
         u = level or 0.0
         K = self.rho(rx2, out=rx2)
         rho_z = self.rho(rz2)
-        K *= (1.0 - u) * (share + (1.0 - share) * rho_z) if u else share + (1.0 - share) * rho_z
+        factor = share + (1.0 - share) * rho_z   # one column when the rows share a context
+        if u:
+            factor *= 1.0 - u
+        K *= factor
         if u:
             K += u * rho_z
         return K

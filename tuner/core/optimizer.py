@@ -442,9 +442,7 @@ class Optimizer:
             J = U if z is None else self.contexts.join(U, z)
             if h.level is None:
                 return (gp.k(J, Xr) / h.amplitude).max(axis=1) >= rho
-            # the correlation of the part that depends on x: the contexts' level correlates
-            # every two configurations at one context by u
-            return gp.kernel(J, Xr, 1.0, h.lengthscales, h.share).max(axis=1) >= rho
+            return gp.correlation_apart_from_level(J, Xr).max(axis=1) >= rho
 
         return near
 
@@ -494,11 +492,10 @@ class Optimizer:
         if self.contexts is None:
             raise ValueError("context_correlation: this optimizer has no context_space")
         gp = self.objective.gp_done
-        h = gp.hyper
-        x = np.zeros((1, len(h.lengthscales) - self.contexts.space.dim))   # any one configuration
+        x = np.zeros((1, len(gp.hyper.lengthscales) - self.contexts.space.dim))   # any configuration
         A = self.contexts.join(x, self.contexts.encode(a))
         B = self.contexts.join(x, self.contexts.encode(b))
-        return float(gp.kernel(A, B, 1.0, h.lengthscales, h.share)[0, 0])
+        return float(gp.correlation_apart_from_level(A, B)[0, 0])
 
     def _fit_and_view(self, model: CensoredModel, done: list[Trial], y_all: np.ndarray,
                       targets: Callable[[list[Trial]], np.ndarray], refit: bool = True) -> Posterior:
