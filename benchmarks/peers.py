@@ -100,6 +100,11 @@ ABLATION: dict[str, dict[str, Any]] = {
     "default-copies": {**DEFAULT, "running_correlation": None},
     # the L-BFGS-B starts one run each, as before refine: joint
     "default-refine-each": {**DEFAULT, "refine": "each"},
+    # log EI on the censored GP instead of the UCB (issue 20's candidate)
+    "default-ei": {**DEFAULT, "algorithm": "gp-ei-sdf"},
+    "default-ei-matern": {**DEFAULT, "algorithm": "gp-ei-sdf", "kernel": "matern52"},
+    "default-ei-matern-gse": {**DEFAULT, "algorithm": "gp-ei-sdf", "kernel": "matern52",
+                              "constraint_kernel": "se"},
 }
 PEERS = ("optuna-tpe", "optuna-gp", "syne-botorch")
 METHODS = (*PROJECT, *PEERS)

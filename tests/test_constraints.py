@@ -218,6 +218,7 @@ def cost_sampler(configs, t):
     ("penalty-alg3", {"constraint_handler": "penalty",
                       "handler_options": {"epoch": 5, "update": "additive", "step": 2.0}}),
     ("scgp", {"constraint_handler": "scgp"}),
+    ("pof-log-ei", {"constraint_handler": "pof", "algorithm": "gp-ei-sdf"}),
 ])
 def test_suggestions_converge_to_the_feasible_optimum(name, kw):
     cons = dict(COST, observable=True) if name == "scgp" else COST
@@ -233,6 +234,16 @@ def test_suggestions_converge_to_the_feasible_optimum(name, kw):
     else:
         assert abs(np.median(last) - 0.6) < 0.08, last
         assert np.mean(last > 0.7) <= 0.2, last
+
+
+def test_log_ei_improves_on_the_best_feasible_result_not_on_an_infeasible_one():
+    """Constrained EI (Gardner et al. 2014): with f = x and x <= 0.6 feasible, a result at 0.95
+    is the largest but infeasible; improving on it would send the search past the limit."""
+    opt = Optimizer(LINE, algorithm="gp-ei-sdf", domain=GRID, objective_bounds=(0.0, 1.0),
+                    n_initial=0, constraints=[COST], clock=SimClock(), seed=0, lengthscale=0.3)
+    for x in (0.05, 0.3, 0.5, 0.7, 0.95):
+        opt.tell(opt.suggest(config={"x": x}).trial_id, x, metrics={"cost": x})
+    assert 0.5 < opt.suggest().config["x"] <= 0.6
 
 
 # --- configuration errors ------------------------------------------------------------------------
@@ -259,6 +270,8 @@ def test_suggestions_converge_to_the_feasible_optimum(name, kw):
     ({"constraints": [dict(COST, observable=True)]}, ["observable", "scgp"]),
     ({"constraints": [COST], "constraint_handler": "scgp"}, ["scgp", "observable: true", "cost"]),
     ({"constraints": [COST, COST]}, ["once", "cost"]),
+    ({"constraints": [COST], "algorithm": "gp-ei-sdf", "constraint_handler": "rpol"},
+     ["constraint_handler", "gp-ei-sdf", "pof", "rpol"]),
 ])
 def test_constraint_configuration_errors_name_the_field(kw, words):
     with pytest.raises(ValueError) as err:

@@ -32,7 +32,8 @@ def test_refinement_finds_the_known_argmax_of_a_smooth_function():
     assert np.allclose(x, [0.3712, 0.8123], atol=2e-3)
 
 
-@pytest.mark.parametrize("algo", ["gp-ucb-sdf", "gp-ucb", "gp-ts-sdf", "asy-ts", "randgp-ucb"])
+@pytest.mark.parametrize("algo", ["gp-ucb-sdf", "gp-ucb", "gp-ts-sdf", "asy-ts", "randgp-ucb",
+                                  "gp-ei-sdf"])
 def test_each_acquisition_picks_the_argmax_of_its_estimate(algo):
     """On a finite domain with a posterior known by hand, the choice is the argmax of h_t."""
     D = np.linspace(0, 1, 51)[:, None]
@@ -50,6 +51,12 @@ def test_each_acquisition_picks_the_argmax_of_its_estimate(algo):
     mean, var = post.predict(opt.domain)
     if algo in ("gp-ucb-sdf", "gp-ucb"):
         expect = D[np.argmax(mean + 0.5 * np.sqrt(var)), 0]
+    elif algo == "gp-ei-sdf":   # EI over the largest posterior mean at the points tried
+        from scipy.stats import norm
+        best = post.predict(np.array([[0.1], [0.5], [0.9]]))[0].max()
+        sd = np.sqrt(var)
+        ei = (mean - best) * norm.cdf((mean - best) / sd) + sd * norm.pdf((mean - best) / sd)
+        expect = D[np.argmax(ei), 0]
     else:   # replay the optimizer's random draw
         from tuner.core.acquisition import thompson_sample
         rng = np.random.default_rng(0)
@@ -62,7 +69,19 @@ def test_each_acquisition_picks_the_argmax_of_its_estimate(algo):
     assert chosen == pytest.approx(expect)
 
 
-@pytest.mark.parametrize("algo", ["gp-ucb-sdf", "gp-ts-sdf"])
+def test_log_ei_is_exact_where_ei_is_representable_and_still_ranks_where_it_underflows():
+    from scipy.stats import norm
+
+    from tuner.core.acquisition import log_h
+    z = np.linspace(-8, 6, 141)
+    assert np.allclose(log_h(z), np.log(norm.pdf(z) + z * norm.cdf(z)), rtol=1e-9, atol=0)
+    far = -np.logspace(1.5, 8, 60)[::-1]          # -1e8 ... -31.6, increasing
+    assert np.all(norm.pdf(far[-1]) + far[-1] * norm.cdf(far[-1]) < 1e-200)
+    v = log_h(far)
+    assert np.all(np.isfinite(v)) and np.all(np.diff(v) > 0)
+
+
+@pytest.mark.parametrize("algo", ["gp-ucb-sdf", "gp-ts-sdf", "gp-ei-sdf"])
 def test_finds_the_optimum_of_a_smooth_2d_function(algo):
     space = {"a": {"type": "float", "low": 0, "high": 1}, "b": {"type": "float", "low": 0, "high": 1}}
     f = lambda c: float(np.exp(-8 * ((c["a"] - 0.3) ** 2 + (c["b"] - 0.7) ** 2)))

@@ -22,6 +22,7 @@ Methods (paper-exact settings, ``tuner.PAPER_EXACT``, m = 6, nu_t over the windo
   cgp-ucb-shared-mean         and the posterior mean at a context until its first result
                               (``new_context: mean``)
   cgp-ucb-level-mean / -ts-   and a level of each context (``context_kernel: shared-level``)
+  cgp-ei-level(-mean), gp-ei-sdf  log EI on the censored GP (``algorithm: gp-ei-sdf``)
 Candidate sets are cut to 256 Sobol points + 32 local ones for every method (the same code
 paths; Thompson draws on 1 152 candidates at n = 600 would take a minute per run).
 
@@ -73,7 +74,15 @@ METHODS = {"cgp-ucb-sdf": ("gp-ucb-sdf", "context"), "gp-ucb-sdf": ("gp-ucb-sdf"
            # and a level of each context (``context_kernel: shared-level``)
            "cgp-ucb-level-mean": ("gp-ucb-sdf", "context-level-mean"),
            "cgp-ucb-level": ("gp-ucb-sdf", "context-level"),        # UCB at a new context too
-           "cgp-ts-level-mean": ("gp-ts-sdf", "context-level-mean")}
+           "cgp-ts-level-mean": ("gp-ts-sdf", "context-level-mean"),
+           # log EI on the censored GP (``algorithm: gp-ei-sdf``): contextual with the level,
+           # the posterior mean or log EI at a new context, and the context ignored
+           "cgp-ei-level-mean": ("gp-ei-sdf", "context-level-mean"),
+           "cgp-ei-level": ("gp-ei-sdf", "context-level"),
+           "gp-ei-sdf": ("gp-ei-sdf", "ignore"),
+           # a refit after each of the first 5 / 10 results at a new context
+           "cgp-ucb-level-mean-r5": ("gp-ucb-sdf", "context-level-mean-r5"),
+           "cgp-ucb-level-mean-r10": ("gp-ucb-sdf", "context-level-mean-r10")}
 PAPER_METHODS = [m for m in METHODS if not m.startswith("optuna") and "shared" not in m
                  and "level" not in m]
 SETTINGS = {**PAPER_EXACT, "window": float(WINDOW), "nu_terms": "window", "beta": 1.0,
@@ -249,7 +258,8 @@ def _make(tasks: Tasks, algorithm: str, kind: str, seed: int, product: bool) -> 
     settings = {**(PRODUCT if product else SETTINGS),      # cgp-*-sdf: the paper's product kernel
                 "context_kernel": ("shared-level" if kind.startswith("context-level") else
                                    "shared" if kind.startswith("context-shared") else "product"),
-                "new_context": "mean" if kind.endswith("-mean") else "ucb"}
+                "new_context": "mean" if "-mean" in kind else "ucb",
+                "refit_new_context": int(kind.rsplit("-r", 1)[1]) if "-r" in kind else 0}
     return Optimizer(tasks.space, algorithm=algorithm, seed=seed, clock=SimClock(),
                      context_space=tasks.context_space if kind.startswith("context") else None,
                      **settings)

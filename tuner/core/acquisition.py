@@ -8,6 +8,8 @@
 * Estimates: UCB mu + nu sigma (001 eq. 2), LCB mu - nu sigma, RandGP-UCB mu + Z sigma with a
   single Z ~ N(0, nu^2) shared by all x (003 Def. 2 / Cor. 3), and a Thompson sample
   f_t ~ GP(mu, nu^2 sigma^2) drawn jointly over a finite candidate set (001 eq. 3).
+* ``LogExpectedImprovement``: log EI over a plug-in incumbent (not from the papers; the
+  acquisition of Optuna's GPSampler and BoTorch's default, Ament et al. 2023).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Callable
 
 import numpy as np
 from scipy.linalg import cholesky, eigh
-from scipy.special import ndtr
+from scipy.special import erfcx, log_ndtr, ndtr
 
 from .gp import Posterior, blas_threads
 
@@ -52,10 +54,52 @@ def shifted(post: Posterior, weight: float) -> Shifted:
     return Shifted(post, weight)
 
 
+def log_h(z: np.ndarray) -> np.ndarray:
+    """log(phi(z) + z Phi(z)), the log of EI / sigma at z = (mu - best) / sigma, accurate for every
+    z (Ament et al. 2023, eq. 9): direct above z = -1; below, log phi(z) + log1p(z Phi(z) / phi(z))
+    with Phi / phi = sqrt(pi / 2) erfcx(-z / sqrt 2), and the asymptote -2 log|z| past |z| = 1e6.
+    Written here: scipy has the pieces (log_ndtr, erfcx) but no log EI."""
+    z = np.asarray(z, dtype=float)
+    out = np.empty_like(z)
+    hi, far = z > -1.0, z < -1e6
+    mid = ~hi & ~far
+    zh = z[hi]
+    out[hi] = np.log(np.exp(-0.5 * zh * zh) / _SQRT_2PI + zh * ndtr(zh))
+    zm = z[mid]
+    out[mid] = (-0.5 * zm * zm - _LOG_SQRT_2PI
+                + np.log1p(zm * _SQRT_HALF_PI * erfcx(-zm / math.sqrt(2.0))))
+    zf = z[far]
+    out[far] = -0.5 * zf * zf - _LOG_SQRT_2PI - 2.0 * np.log(-zf)
+    return out
+
+
+_SQRT_2PI = math.sqrt(2.0 * math.pi)
+_LOG_SQRT_2PI = math.log(_SQRT_2PI)
+_SQRT_HALF_PI = math.sqrt(0.5 * math.pi)
+
+
+class LogExpectedImprovement:
+    """h(x) = log E[max(f(x) - best, 0)] = log sigma(x) + log_h((mu(x) - best) / sigma(x)) under
+    the posterior; ``best`` is the plug-in incumbent (the largest posterior mean among the
+    configurations tried, Picheny et al. 2013), which noise cannot inflate as it does the largest
+    result.  Pending trials act through the censored posterior, as for the UCB."""
+
+    def __init__(self, post: Posterior, best: float):
+        self.post, self.best = post, float(best)
+
+    def __call__(self, U: np.ndarray) -> np.ndarray:
+        mean, var = self.post.predict(U)
+        sigma = np.sqrt(np.maximum(var, 1e-12))
+        return np.log(sigma) + log_h((mean - self.best) / sigma)
+
+
 def estimate(kind: str, post: Posterior, nu: float, C: np.ndarray, optimistic: float,
-             rng: np.random.Generator) -> EstimateFn:
+             rng: np.random.Generator, best: float | None = None) -> EstimateFn:
     """h_t of the algorithm's ``kind``: UCB / LCB mu + optimistic x nu sigma (``optimistic`` +1
-    for the objective, -1 for a constraint), a Thompson draw on C, or RandGP-UCB's mu + Z sigma."""
+    for the objective, -1 for a constraint), a Thompson draw on C, RandGP-UCB's mu + Z sigma,
+    or log EI over the incumbent ``best``."""
+    if kind == "ei":
+        return LogExpectedImprovement(post, best)
     if kind == "ts":
         return on_candidates(C, thompson_sample(post, C, nu, rng))
     weight = optimistic * nu if kind == "ucb" else float(rng.normal(0.0, nu))
@@ -74,12 +118,14 @@ def on_candidates(C: np.ndarray, values: np.ndarray) -> EstimateFn:
     return h
 
 
-def probability_feasible(post: Posterior) -> EstimateFn:
-    """P(g(x) <= 0) = Phi(-mu_g(x) / sigma_g(x)) under the constraint's posterior."""
+def probability_feasible(post: Posterior, log: bool = False) -> EstimateFn:
+    """P(g(x) <= 0) = Phi(-mu_g(x) / sigma_g(x)) under the constraint's posterior (``log``: its
+    log, for log EI)."""
+    cdf = log_ndtr if log else ndtr
 
     def p(U: np.ndarray) -> np.ndarray:
         mean, var = post.predict(U)
-        return ndtr(-mean / np.sqrt(np.maximum(var, 1e-12)))
+        return cdf(-mean / np.sqrt(np.maximum(var, 1e-12)))
 
     return p
 

@@ -6,6 +6,7 @@ name               estimate    pending       paper
 gp-ucb-sdf         ucb         censor + nu   001 §3.2 eq. 2 (GP-UCB-SDF)
 gp-ts-sdf          ts          censor + nu   001 §3.2 eq. 3 (GP-TS-SDF)
 randgp-ucb         rand        censor + nu   003 Def. 2 (RandGP-UCB), on censored feedback
+gp-ei-sdf          log EI      censor        none: log EI (Ament et al. 2023) on 001's censored GP
 gp-ucb             ucb         ignore        002 (GP-UCB), baseline of 001 §6
 gp-bucb            ucb         hallucinate   Desautels et al. 2014, baseline of 001 §6
 gp-bts             ts          hallucinate   Chowdhury & Gopalan 2019, baseline of 001 §6
@@ -14,7 +15,7 @@ random             random      -             random search
 =================  ==========  ============  =========================================
 
 "censor + nu": pending trials enter the GP at the objective's minimum and the exploration
-weight gets the delay term of eq. 2; the baselines use nu_t = beta_t.  ``Settings.censoring``
+weight gets the delay term of eq. 2; the baselines use nu_t = beta_t (log EI has no weight).  ``Settings.censoring``
 says how: ``hard`` with the GP's own noise (eq. 1 as printed), ``soft`` with a noise of their
 own (``censor_noise`` x amplitude), a pull towards the minimum rather than an observation of it.
 """
@@ -33,7 +34,7 @@ class Algorithm:
     @property
     def smooth(self) -> bool:
         """Deterministic in x given the posterior, so L-BFGS-B refinement applies."""
-        return self.estimate in ("ucb", "rand")
+        return self.estimate in ("ucb", "rand", "ei")
 
 
 ALGORITHMS: dict[str, Algorithm] = {
@@ -42,6 +43,7 @@ ALGORITHMS: dict[str, Algorithm] = {
         Algorithm("gp-ucb-sdf", "ucb", "censor", True),
         Algorithm("gp-ts-sdf", "ts", "censor", True),
         Algorithm("randgp-ucb", "rand", "censor", True),
+        Algorithm("gp-ei-sdf", "ei", "censor", False),
         Algorithm("gp-ucb", "ucb", "ignore", False),
         Algorithm("gp-bucb", "ucb", "hallucinate", False),
         Algorithm("gp-bts", "ts", "hallucinate", False),

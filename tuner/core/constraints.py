@@ -281,6 +281,13 @@ class Feasibility(Handler):
             s = s * p
         return s
 
+    def log_score(self, log_f: np.ndarray, log_ps: Sequence[np.ndarray]) -> np.ndarray:
+        """The log of ``score`` for an estimate given as a log (log EI: log of constrained EI)."""
+        s = log_f if self.feasible_found else np.zeros_like(log_f)
+        for lp in log_ps:
+            s = s + lp
+        return s
+
 
 class CBO(Handler):
     """Primal-dual constrained BO (003 Alg. 1).

@@ -374,12 +374,18 @@ class Optimizer:
         s, algo = self.settings, self.algorithm
         m, done = self._usable(now, t)
         self._maybe_subset(t, lambda: done, choosing=True)
+        if z is not None and s.refit_new_context:
+            k, key = len(z), z.tobytes()
+            at_z = sum(tr.x[-k:].tobytes() == key for tr in done)
+            self.objective.refit_now = 1 <= at_z <= s.refit_new_context
         y_all = self._censored(done)
         post = self._fit_and_view(self.objective, done, y_all, self._targets)
         beta = self.exploration.beta_t(self.objective.gp_all, t)
         nu = self.exploration.nu(post, self.trials, self._live.values(), m, now, t, beta, s.b_y)
+        kind = algo.estimate
         if z is not None and s.new_context == "mean" and self._new_context(z, done):
             nu = 0.0     # no result at z_t yet: the best guess the other contexts give
+            kind = "ucb" if kind == "ei" else kind     # (the posterior mean)
         self.last_nu = nu
         C = candidate_set(self.space, self.rng, s.n_candidates,
                           incumbents=self._incumbents(done), n_local=s.n_local, domain=self.domain)
@@ -389,7 +395,8 @@ class Optimizer:
             """An estimate on the GP's inputs as one on configurations (at z_t, if a context)."""
             return h if z is None else _on(h, lambda U: joint if U is C else self.contexts.join(U, z))
 
-        f_est = on_configs(acq.estimate(algo.estimate, post, nu, joint, +1.0, self.rng))
+        best = self._plugin_incumbent(post, done, joint, z) if kind == "ei" else None
+        f_est = on_configs(acq.estimate(kind, post, nu, joint, +1.0, self.rng, best))
         smooth = algo.smooth and self.domain is None
         discrete = s.discrete_search == "local"
         taken = self._near_running(z)
@@ -398,13 +405,16 @@ class Optimizer:
                             discrete=discrete, taken=taken, joint=s.refine == "joint")
         lo, hi = self._reward_range()
         f_bound = self._f_bound()
-        g_ests = [on_configs(self._constraint_estimate(j, m, now, t, joint))
+        log = kind == "ei"      # log EI x P(feasible) as a sum of logs (settings: pof only)
+        g_ests = [on_configs(self._constraint_estimate(j, m, now, t, joint, log))
                   for j in range(len(self.constraints))]
         smooth = smooth and self.handler.g_estimate != "sample"
 
         scale = (0.0, 1.0) if self.handler.normalized_f else (lo, hi - lo)
 
         def h(U: np.ndarray) -> np.ndarray:      # on the objective's scale (module docstring)
+            if log:
+                return self.handler.log_score(f_est(U), [g(U) for g in g_ests])
             return self.handler.score(t, scale[0] + scale[1] * f_est(U), [g(U) for g in g_ests], f_bound)
 
         x = maximize(h, C, self.space, smooth=smooth, n_starts=s.n_starts, discrete=discrete,
@@ -412,6 +422,19 @@ class Optimizer:
         if self.handler.g_estimate != "sample":     # SCGP's step is in suggest(), every round
             self.handler.after_choice(t, [float(g(x[None, :])[0]) for g in g_ests], f_bound)
         return x
+
+    def _plugin_incumbent(self, post: Posterior, done: Sequence[Trial], joint: np.ndarray,
+                          z: np.ndarray | None, k: int = 256) -> float:
+        """log EI's incumbent: the largest posterior mean among the k best configurations tried
+        that met every constraint (at z_t, if a context; constrained EI improves on the best
+        feasible value, Gardner et al. 2014), or among the candidates while there is none."""
+        if self.constraints:
+            done = [tr for tr in done if _feasible(tr, self.constraints)]
+        if not done:
+            return float(np.max(post.predict(joint)[0]))
+        top = np.argsort(-self._targets(list(done)))[:k]
+        X = np.vstack([done[i].x[: self.space.dim] for i in top])
+        return float(np.max(post.predict(X if z is None else self.contexts.join(X, z))[0]))
 
     def _new_context(self, z: np.ndarray, done: Sequence[Trial]) -> bool:
         """No usable result at exactly z_t yet, among contexts that repeat (tasks, datasets,
@@ -446,9 +469,10 @@ class Optimizer:
 
         return near
 
-    def _constraint_estimate(self, j: int, m: float, now: float, t: int,
-                             C: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
-        """g_t of constraint j: the LCB, the algorithm's kind of estimate, or the round's sample."""
+    def _constraint_estimate(self, j: int, m: float, now: float, t: int, C: np.ndarray,
+                             log: bool = False) -> Callable[[np.ndarray], np.ndarray]:
+        """g_t of constraint j: the LCB, the algorithm's kind of estimate, the probability of
+        feasibility (``log``: its log) or the round's sample."""
         c, s = self.constraints[j], self.settings
         if self.handler.g_estimate == "sample":
             return lambda U: np.asarray(c.g(sample(self.samplers, c, t, [self.space.decode(u) for u in U])),
@@ -461,7 +485,7 @@ class Optimizer:
         if self.handler.g_estimate in SHIFTS:
             return acq.shifted(post_g, SHIFTS[self.handler.g_estimate] * nu_g)
         if self.handler.g_estimate == "pof":
-            return acq.probability_feasible(post_g)
+            return acq.probability_feasible(post_g, log)
         return acq.estimate(self.algorithm.estimate, post_g, nu_g, C, -1.0, self.rng)
 
     def _constraint_posterior(self, j: int, m: float, now: float, refit: bool = True) -> Posterior:

@@ -67,6 +67,7 @@ class Settings:
     n_starts: int = 3
     refine: str = "joint"              # the L-BFGS-B starts as one run on their sum, or one run each
     discrete_search: str = "local"     # ints and categories: local search after rounding, or round
+    refit_new_context: int = 0         # with a context: refit after each of the first k results at z_t
     new_context: str = "mean"          # at a context without a result yet: the posterior mean
                                        # (no exploration term), or "ucb" (001 §5)
     running_correlation: float | None = 0.999   # never suggest x this correlated with a running
@@ -119,6 +120,10 @@ class Settings:
         if self.exact_until is not None and self.subset_size > self.exact_until:
             raise ValueError(f"{p}subset_size ({self.subset_size}) must be at most exact_until "
                              f"({self.exact_until}): the subset replaces the exact GP past exact_until")
+        if cons and values["algorithm"] == "gp-ei-sdf" and self.constraint_handler != "pof":
+            raise ValueError(f"{p}constraint_handler: algorithm gp-ei-sdf weighs its log EI by the "
+                             f"probability of feasibility, constraint_handler pof (got "
+                             f"{self.constraint_handler!r})")
         try:
             make_handler(self.constraint_handler, len(cons), self.handler_options)
         except ValueError as exc:
@@ -194,6 +199,7 @@ SETTINGS_FIELDS: dict[str, Field] = {
     "discrete_search": Field((str,), choices=("local", "round")),
     "running_correlation": Field((float, None), above=0, maximum=1),
     "new_context": Field((str,), choices=("ucb", "mean")),
+    "refit_new_context": Field((int,), minimum=0),
     "seed": Field((int,)),
     "constraints": Field((list, tuple)),
     "constraint_handler": Field((str,), choices=lambda: list(HANDLERS)),
