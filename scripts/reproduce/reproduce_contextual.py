@@ -79,10 +79,7 @@ METHODS = {"cgp-ucb-sdf": ("gp-ucb-sdf", "context"), "gp-ucb-sdf": ("gp-ucb-sdf"
            # the posterior mean or log EI at a new context, and the context ignored
            "cgp-ei-level-mean": ("gp-ei-sdf", "context-level-mean"),
            "cgp-ei-level": ("gp-ei-sdf", "context-level"),
-           "gp-ei-sdf": ("gp-ei-sdf", "ignore"),
-           # a refit after each of the first 5 / 10 results at a new context
-           "cgp-ucb-level-mean-r5": ("gp-ucb-sdf", "context-level-mean-r5"),
-           "cgp-ucb-level-mean-r10": ("gp-ucb-sdf", "context-level-mean-r10")}
+           "gp-ei-sdf": ("gp-ei-sdf", "ignore")}
 PAPER_METHODS = [m for m in METHODS if not m.startswith("optuna") and "shared" not in m
                  and "level" not in m]
 SETTINGS = {**PAPER_EXACT, "window": float(WINDOW), "nu_terms": "window", "beta": 1.0,
@@ -258,8 +255,7 @@ def _make(tasks: Tasks, algorithm: str, kind: str, seed: int, product: bool) -> 
     settings = {**(PRODUCT if product else SETTINGS),      # cgp-*-sdf: the paper's product kernel
                 "context_kernel": ("shared-level" if kind.startswith("context-level") else
                                    "shared" if kind.startswith("context-shared") else "product"),
-                "new_context": "mean" if "-mean" in kind else "ucb",
-                "refit_new_context": int(kind.rsplit("-r", 1)[1]) if "-r" in kind else 0}
+                "new_context": "mean" if kind.endswith("-mean") else "ucb"}
     return Optimizer(tasks.space, algorithm=algorithm, seed=seed, clock=SimClock(),
                      context_space=tasks.context_space if kind.startswith("context") else None,
                      **settings)

@@ -51,7 +51,6 @@ class CensoredModel:
         self.all_base = 0     # inputs present at the last full factorization (for replay)
         self.done_base = 0
         self.fit_n = 0        # usable results at the last hyperparameter fit
-        self.refit_now = False  # fit at the next maybe_refit if a result arrived since (new context)
         self.members: list[int] | None = None   # start indices the GPs are built on (None: all)
         self._member_set: set[int] = set()
         self.built_at = 0     # started trials when the members were chosen
@@ -117,8 +116,7 @@ class CensoredModel:
         applied instead: the hyperparameters lag one refit interval (deviation from 001 App. C,
         ``Settings.refit_apply``), and the fit leaves the suggestion's path.
         """
-        dense = (2 <= len(done) <= dense_until or self.refit_now) and len(done) > self.fit_n
-        self.refit_now = False
+        dense = 2 <= len(done) <= dense_until and len(done) > self.fit_n
         if not dense and len(done) < self.fit_n + refit_interval(every, growth, self.fit_n):
             return False
         idx = np.arange(len(done))

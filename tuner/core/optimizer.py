@@ -374,10 +374,6 @@ class Optimizer:
         s, algo = self.settings, self.algorithm
         m, done = self._usable(now, t)
         self._maybe_subset(t, lambda: done, choosing=True)
-        if z is not None and s.refit_new_context:
-            k, key = len(z), z.tobytes()
-            at_z = sum(tr.x[-k:].tobytes() == key for tr in done)
-            self.objective.refit_now = 1 <= at_z <= s.refit_new_context
         y_all = self._censored(done)
         post = self._fit_and_view(self.objective, done, y_all, self._targets)
         beta = self.exploration.beta_t(self.objective.gp_all, t)

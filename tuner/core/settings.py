@@ -67,7 +67,6 @@ class Settings:
     n_starts: int = 3
     refine: str = "joint"              # the L-BFGS-B starts as one run on their sum, or one run each
     discrete_search: str = "local"     # ints and categories: local search after rounding, or round
-    refit_new_context: int = 0         # with a context: refit after each of the first k results at z_t
     new_context: str = "mean"          # at a context without a result yet: the posterior mean
                                        # (no exploration term), or "ucb" (001 §5)
     running_correlation: float | None = 0.999   # never suggest x this correlated with a running
@@ -199,7 +198,6 @@ SETTINGS_FIELDS: dict[str, Field] = {
     "discrete_search": Field((str,), choices=("local", "round")),
     "running_correlation": Field((float, None), above=0, maximum=1),
     "new_context": Field((str,), choices=("ucb", "mean")),
-    "refit_new_context": Field((int,), minimum=0),
     "seed": Field((int,)),
     "constraints": Field((list, tuple)),
     "constraint_handler": Field((str,), choices=lambda: list(HANDLERS)),
