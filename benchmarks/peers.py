@@ -77,6 +77,8 @@ ABLATION: dict[str, dict[str, Any]] = {
     "default-refit": {**DEFAULT, "refit_dense_until": 200},
     "default-starts10": {**DEFAULT, "n_starts": 10},
     "default-b0.25": {**DEFAULT, "beta": 0.25},
+    "default-b0.5": {**DEFAULT, "beta": 0.5},
+    "default-b2": {**DEFAULT, "beta": 2.0},
     "default-matern-refit": {**DEFAULT, "kernel": "matern52", "refit_dense_until": 200},
     "default-matern-init6": {**DEFAULT, "kernel": "matern52", "n_initial": 6},
     "default-init6": {**DEFAULT, "n_initial": 6},
