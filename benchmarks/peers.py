@@ -79,6 +79,10 @@ ABLATION: dict[str, dict[str, Any]] = {
     "default-b0.25": {**DEFAULT, "beta": 0.25},
     "default-b0.5": {**DEFAULT, "beta": 0.5},
     "default-b2": {**DEFAULT, "beta": 2.0},
+    "default-ts": {**DEFAULT, "algorithm": "gp-ts-sdf"},
+    # candidates mostly near the incumbents (a fixed trust region, to test boundary over-exploration)
+    "default-local": {**DEFAULT, "n_candidates": 64, "n_local": 1024},
+    "default-norefine": {**DEFAULT, "n_starts": 0},     # the candidates' best, no L-BFGS-B
     "default-matern-refit": {**DEFAULT, "kernel": "matern52", "refit_dense_until": 200},
     "default-matern-init6": {**DEFAULT, "kernel": "matern52", "n_initial": 6},
     "default-init6": {**DEFAULT, "n_initial": 6},
