@@ -54,6 +54,11 @@ def shifted(post: Posterior, weight: float) -> Shifted:
     return Shifted(post, weight)
 
 
+_SQRT_2PI = math.sqrt(2.0 * math.pi)
+_LOG_SQRT_2PI = math.log(_SQRT_2PI)
+_SQRT_HALF_PI = math.sqrt(0.5 * math.pi)
+
+
 def log_h(z: np.ndarray) -> np.ndarray:
     """log(phi(z) + z Phi(z)), the log of EI / sigma at z = (mu - best) / sigma, accurate for every
     z (Ament et al. 2023, eq. 9): direct above z = -1; below, log phi(z) + log1p(z Phi(z) / phi(z))
@@ -71,11 +76,6 @@ def log_h(z: np.ndarray) -> np.ndarray:
     zf = z[far]
     out[far] = -0.5 * zf * zf - _LOG_SQRT_2PI - 2.0 * np.log(-zf)
     return out
-
-
-_SQRT_2PI = math.sqrt(2.0 * math.pi)
-_LOG_SQRT_2PI = math.log(_SQRT_2PI)
-_SQRT_HALF_PI = math.sqrt(0.5 * math.pi)
 
 
 class LogExpectedImprovement:

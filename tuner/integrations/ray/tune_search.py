@@ -210,8 +210,8 @@ class TunerSearch(Searcher):
             the space (the tuner's mapping format), ``context`` is this experiment's value of
             it; earlier results, with the contexts they ran at, come in through
             ``add_evaluated_point(..., context=...)``.
-        algorithm: ``gp-ucb-sdf`` (default), ``gp-ts-sdf``, ``randgp-ucb``, ``gp-ucb``,
-            ``gp-bucb``, ``gp-bts``, ``asy-ts``, ``random``.
+        algorithm: ``gp-ucb-sdf`` (default), ``gp-ts-sdf``, ``randgp-ucb``, ``gp-ei-sdf``,
+            ``gp-ucb``, ``gp-bucb``, ``gp-bts``, ``asy-ts``, ``random``.
         objective_bounds: known ``(min, max)`` of the metric, if any.
         seed: seed of the optimizer's random numbers.
         budget: a per-trial budget on ``budget_metric`` (seconds for the default
