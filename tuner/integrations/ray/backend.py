@@ -135,11 +135,17 @@ class RayBackend:
         ray.cancel(ref, force=False)
         self._stopping[ref] = self.clock() + self.grace
 
-    def abandon(self) -> None:
-        for ref in [*self._running, *self._stopping]:
+    def abandon(self, settle: float = 3.0) -> None:
+        """Kill every running trial's worker, and wait (at most ``settle`` seconds) until Ray has
+        settled the cancelled tasks: a ``ray.shutdown`` racing their replies crashed the driver's
+        core worker (``TaskManager::CompletePendingTask``) once in a CI run, exit code 1."""
+        refs = [*self._running, *self._stopping]
+        for ref in refs:
             ray.cancel(ref, force=True)
         self._running.clear()
         self._stopping.clear()
+        if refs:
+            _wait(refs, len(refs), settle)
 
     def close(self) -> None:
         """Kill the workers of stopped trials that are still running."""
