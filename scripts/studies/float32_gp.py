@@ -48,7 +48,8 @@ def main() -> None:
             simulate(opt, problem.f, Fixed(1.0), n, workers=4, noise_std=problem.noise_std,
                      seed=args.seed)
             gp = opt.objective.gp_done
-            done = [tr for tr in opt.trials if tr.trial_id in set(opt.objective.done_ids)]
+            ids = set(opt.objective.done_ids)
+            done = [tr for tr in opt.trials if tr.trial_id in ids]
             X = np.vstack([tr.x for tr in done])
             y = opt._targets(done)
             h = gp.hyper

@@ -426,10 +426,9 @@ class Optimizer:
         feasible value, Gardner et al. 2014), or among the candidates while there is none."""
         if self.constraints:
             done = [tr for tr in done if _feasible(tr, self.constraints)]
-        if not done:
+        X = self._incumbents(list(done), k)
+        if X is None:
             return float(np.max(post.predict(joint)[0]))
-        top = np.argsort(-self._targets(list(done)))[:k]
-        X = np.vstack([done[i].x[: self.space.dim] for i in top])
         return float(np.max(post.predict(X if z is None else self.contexts.join(X, z))[0]))
 
     def _new_context(self, z: np.ndarray, done: Sequence[Trial]) -> bool:
