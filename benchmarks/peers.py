@@ -111,6 +111,8 @@ ABLATION: dict[str, dict[str, Any]] = {
     "default-ei-matern": {**DEFAULT, "algorithm": "gp-ei-sdf", "kernel": "matern52"},
     "default-ei-matern-gse": {**DEFAULT, "algorithm": "gp-ei-sdf", "kernel": "matern52",
                               "constraint_kernel": "se"},
+    "default-copula": {**DEFAULT, "output_warp": "copula"},
+    "default-copula-matern": {**DEFAULT, "output_warp": "copula", "kernel": "matern52"},
 }
 PEERS = ("optuna-tpe", "optuna-gp", "syne-botorch")
 METHODS = (*PROJECT, *PEERS)

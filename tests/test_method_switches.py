@@ -14,6 +14,7 @@ from sklearn.gaussian_process.kernels import RBF, ConstantKernel
 from tuner import PAPER_EXACT, Optimizer, Settings
 from tuner.core.gp import GaussianProcess, Hyperparameters, Posterior, SoftCensoredPosterior
 from tuner.core.kernels import SquaredExponential
+from tuner.core.targets import OutputWarp
 from tuner.loop.simulator import SimClock
 
 LINE = {"x": {"type": "float", "low": 0.0, "high": 1.0}}
@@ -260,6 +261,9 @@ def test_rpol_constraint_estimate_option(g, shift):
     ({"constraint_kernel": "rbf"}, ["constraint_kernel", "same", "auto"]),
     ({"prior_mean": "median"}, ["prior_mean", "zero", "mean"]),
     ({"refit_dense_until": -1}, ["refit_dense_until", ">= 0"]),
+    ({"output_warp": "rank"}, ["output_warp", "none", "copula"]),
+    ({"constraints": [COST], "constraint_handler": "rpol", "output_warp": "copula"},
+     ["output_warp", "constraint_handler pof", "rpol"]),
     ({"constraints": [COST], "constraint_handler": "rpol", "handler_options": {"g": "max"}},
      ["handler_options.g", "lcb", "ucb"]),
 ])
@@ -308,6 +312,44 @@ def test_constraint_kernel_sets_the_constraint_models_apart_from_the_objective()
     assert [m.gp_all.kernel.name for m in opt.constraint_models] == ["se"]
     same, _ = make(kernel="matern52", constraints=[COST])
     assert [m.gp_all.kernel.name for m in same.constraint_models] == ["matern52"]
+
+
+# --- the output warp ---------------------------------------------------------------------------
+
+def test_the_copula_warp_keeps_the_order_of_the_results_and_spreads_a_crowded_top():
+    u = np.array([0.0, 0.97, 0.96, 0.98, 0.5, 0.97, 1.0, 0.1])
+    w = OutputWarp.fit(u)(u)
+    assert w.min() == 0.0 and w.max() == 1.0
+    assert np.array_equal(np.sign(u[:, None] - u[None, :]), np.sign(w[:, None] - w[None, :]))
+    # the four results within 0.04 of the best span more than a third of the GP's scale
+    assert w[6] - w[2] > 0.33 and w[4] < 0.5
+
+
+def rank_run(transform, warp, n=16):
+    """The configurations an optimizer tries when told ``transform`` of a smooth function."""
+    opt, _ = make(SQUARE, objective_bounds=None, output_warp=warp, n_initial=5)
+    for _ in range(n):
+        s = opt.suggest()
+        opt.tell(s.trial_id, float(transform(np.sin(3 * s.config["x"]) + np.cos(2 * s.config["y"]))))
+    return [tr.x.tolist() for tr in opt.trials]
+
+
+def test_with_the_copula_warp_the_choices_depend_only_on_the_order_of_the_results():
+    """Told exp(4 f) instead of f, the warped optimizer makes the same choices; the unwarped
+    one does not (it sees the gaps between results)."""
+    exp4 = lambda v: np.exp(4 * v)
+    assert rank_run(lambda v: v, "copula") == rank_run(exp4, "copula")
+    assert rank_run(lambda v: v, "none") != rank_run(exp4, "none")
+
+
+def test_a_running_trial_stays_at_the_minimum_under_the_warp():
+    opt, _ = make(SQUARE, objective_bounds=None, output_warp="copula", n_initial=4)
+    for v in (0.3, 0.9, 0.95, 0.2):
+        s = opt.suggest()
+        opt.tell(s.trial_id, v)
+    opt.suggest()                      # running
+    y = opt.censored_targets()
+    assert y[4] == 0.0 and y[3] == 0.0 and y[2] == 1.0 and 0.0 < y[0] < y[1] < 1.0
 
 
 # --- the paper-exact settings -------------------------------------------------------------------

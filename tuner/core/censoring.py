@@ -17,7 +17,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from .targets import normalized
+from .targets import OutputWarp, normalized
 from .trial import Status, Trial
 
 UNITS = ("iterations", "seconds")
@@ -86,16 +86,17 @@ def counted(trials: Sequence[Trial], window: Window, pending: str, now: float,
 
 
 def censored_targets(trials: Sequence[Trial], done: list[Trial], mode: str, lo: float, hi: float,
-                     at_partial: bool) -> np.ndarray:
-    """Targets of eq. 1 (normalized over [lo, hi]): the usable results ``done``, 0 (the minimum)
-    for the rest; with ``at_partial`` a trial that reported progress is censored at its last value."""
+                     at_partial: bool, warp: OutputWarp | None = None) -> np.ndarray:
+    """Targets of eq. 1 (normalized over [lo, hi], then ``warp``ed): the usable results ``done``,
+    0 (the minimum) for the rest; with ``at_partial`` a trial that reported progress is censored
+    at its last value."""
     y = np.zeros(len(trials))
     partial = [tr for tr in trials if tr.partial is not None] if at_partial else []
     if partial:
         y[[tr.start_index for tr in partial]] = normalized(partial, mode, lo, hi,
-                                                           values=[tr.partial for tr in partial])
+                                                           values=[tr.partial for tr in partial], warp=warp)
     if done:
-        y[[tr.start_index for tr in done]] = normalized(done, mode, lo, hi)
+        y[[tr.start_index for tr in done]] = normalized(done, mode, lo, hi, warp=warp)
     return y
 
 

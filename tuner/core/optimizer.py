@@ -43,7 +43,7 @@ from .settings import Settings
 from .space import SearchSpace
 from .state import built_with, changing_state, restore, state_dict
 from .subset import choose_subset
-from .targets import normalized, reward_range
+from .targets import OutputWarp, normalized, reward_range
 from .trial import Status, Trial
 from .views import PosteriorView
 
@@ -90,7 +90,7 @@ class Optimizer:
         self._changed: set[int] = set()   # trials changed since the last ``changed_trials``
         self._live: dict[int, Trial] = {}  # the running trials, in id order
         self._outcomes = 0                 # tell and fail calls: ``_reward_range``'s memo key
-        self._range_memo: tuple[Any, tuple[float, float]] | None = None
+        self._range_memo: tuple[Any, tuple[float, float], OutputWarp | None] | None = None
         s = self.settings
         # a context's part mixed with a part shared by every context (``Kernel``)
         n_context = (self.contexts.space.dim if self.contexts is not None
@@ -327,7 +327,7 @@ class Optimizer:
 
     def _censored(self, done: list[Trial]) -> np.ndarray:
         return censored_targets(self.trials, done, self.settings.mode, *self._reward_range(),
-                                self.settings.censor_at_partial)
+                                self.settings.censor_at_partial, self._warp())
 
     def _needs_gp_all(self) -> bool:
         """Whether a GP over every started trial is used: hard censoring and hallucination take
@@ -534,16 +534,27 @@ class Optimizer:
         asks for it several times, and it walks every trial)."""
         key = (id(self.trials), len(self.trials), self._outcomes)
         if self._range_memo is None or self._range_memo[0] != key:
-            self._range_memo = (key, reward_range(self.settings.mode, self.settings.objective_bounds,
-                                                  self.trials))
+            s = self.settings
+            lo, hi = reward_range(s.mode, s.objective_bounds, self.trials)
+            warp = None
+            if s.output_warp == "copula":
+                finished = [tr for tr in self.trials if tr.status == Status.FINISHED]
+                warp = OutputWarp.fit(normalized(finished, s.mode, lo, hi))
+            self._range_memo = (key, (lo, hi), warp)
         return self._range_memo[1]
+
+    def _warp(self) -> OutputWarp | None:
+        """The output warp of the finished results (``Settings.output_warp``), memoized with
+        ``_reward_range``."""
+        self._reward_range()
+        return self._range_memo[2]
 
     def _f_bound(self) -> float:
         """B, the bound on |f| that the handlers clip to (003 Alg. 1)."""
         return float(max(abs(v) for v in self._reward_range()))
 
     def _targets(self, trials: list[Trial]) -> np.ndarray:
-        return normalized(trials, self.settings.mode, *self._reward_range())
+        return normalized(trials, self.settings.mode, *self._reward_range(), warp=self._warp())
 
     def _incumbents(self, done: list[Trial], k: int = 5) -> np.ndarray | None:
         if not done:

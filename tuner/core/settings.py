@@ -17,6 +17,7 @@ from .censoring import UNITS, Window
 from .constraints import HANDLERS, Constraint, make_handler
 from .fields import Field, check_keys, check_section
 from .kernels import KERNELS
+from .targets import OUTPUT_WARPS
 
 CENSORING = ("hard", "soft")
 
@@ -36,6 +37,7 @@ class Settings:
     censor_at_partial: bool = True     # a trial that reported progress: censored at its last value
     delay_lambda_power: float = 0.0    # eq. 2's delay term B_y lambda^-p sum sigma (0: as printed)
     prior_mean: str = "zero"           # objective GP's prior mean: zero (001) or the results' mean
+    output_warp: str = "none"          # the targets as 001 scales them, or spread by rank (targets.py)
     nu_terms: str = "pending"
     beta: float = 1.0
     beta_schedule: str = "constant"
@@ -123,6 +125,10 @@ class Settings:
             raise ValueError(f"{p}constraint_handler: algorithm gp-ei-sdf weighs its log EI by the "
                              f"probability of feasibility, constraint_handler pof (got "
                              f"{self.constraint_handler!r})")
+        if cons and self.output_warp != "none" and self.constraint_handler != "pof":
+            raise ValueError(f"{p}output_warp: {self.output_warp!r} needs constraint_handler pof, "
+                             f"which weighs the warped scale; {self.constraint_handler!r} weighs the "
+                             f"objective's own (got output_warp {self.output_warp!r})")
         try:
             make_handler(self.constraint_handler, len(cons), self.handler_options)
         except ValueError as exc:
@@ -148,6 +154,7 @@ class Settings:
 # run on Settings(**PAPER_EXACT), so changing a default never changes them.
 PAPER_EXACT: dict[str, Any] = {
     "censoring": "hard", "delay_lambda_power": 0.0, "prior_mean": "zero", "kernel": "se",
+    "output_warp": "none",
     "n_initial": 1, "refit_every": 10, "refit_dense_until": 0, "lengthscale_prior": False,
     "constraint_handler": "rpol", "censor_at_partial": False, "discrete_search": "round",
     "categorical_lengthscale": "per-choice", "budget_scale": "linear", "context_kernel": "product",
@@ -170,6 +177,7 @@ SETTINGS_FIELDS: dict[str, Field] = {
     "censor_at_partial": Field((bool,)),
     "delay_lambda_power": Field((float,), minimum=0, maximum=1),
     "prior_mean": Field((str,), choices=("zero", "mean")),
+    "output_warp": Field((str,), choices=OUTPUT_WARPS),
     "nu_terms": Field((str,), choices=("pending", "window")),
     "beta": Field((float,), minimum=0),
     "beta_schedule": Field((str,), choices=acq.BETA_SCHEDULES),

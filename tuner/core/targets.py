@@ -1,13 +1,18 @@
 """The objective as the GP sees it: mapped to [0, 1] as a maximization, with the known minimum
-at 0 (paper 001 footnote 6)."""
+at 0 (paper 001 footnote 6), and optionally warped by the results' ranks (``OutputWarp``)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
+from scipy.special import ndtri
+from scipy.stats import rankdata
 
 from .trial import Status, Trial
+
+OUTPUT_WARPS = ("none", "copula")
 
 
 def reward_range(mode: str, bounds: Sequence[float] | None, trials: Sequence[Trial]) -> tuple[float, float]:
@@ -23,10 +28,51 @@ def reward_range(mode: str, bounds: Sequence[float] | None, trials: Sequence[Tri
     return float(lo), float(hi if hi > lo else lo + 1.0)
 
 
+@dataclass(frozen=True)
+class OutputWarp:
+    """A monotone map of [0, 1] onto [0, 1] that spreads the results by their ranks: the
+    Gaussian copula of Salinas, Shen & Perrone 2020 (ICML, §3: psi = Phi^-1 o F~), rescaled so
+    the worst result maps to 0 (the censored minimum of eq. 1 stays the minimum) and the best
+    to 1.  F~ departs from the paper's: the plotting position (rank - 1/2) / n (average ranks
+    for ties) instead of the empirical CDF winsorized at delta_n, which maps the best few
+    results (about n delta_n of them) to one value and so hides which is best.
+
+    Between two results the map is linear; below the worst 0, above the best 1.  Written by
+    hand (the map is a few lines over scipy's ``rankdata`` and ``ndtri``; no library exposes
+    it as a function of new values)."""
+
+    knots: np.ndarray          # normalized results, sorted, distinct
+    warped: np.ndarray         # their images, increasing from 0 to 1
+
+    @classmethod
+    def fit(cls, u: np.ndarray) -> "OutputWarp | None":
+        """The warp of the normalized results ``u``; None (no warp) under two distinct values."""
+        u = np.asarray(u, dtype=float)
+        n = len(u)
+        knots = np.unique(u)
+        if len(knots) < 2:
+            return None
+        z = ndtri((rankdata(u) - 0.5) / n)
+        at = np.searchsorted(knots, u)
+        zk = np.zeros(len(knots))
+        zk[at] = z                                          # equal values, equal F(u)
+        if zk[-1] <= zk[0]:
+            return None
+        return cls(knots, (zk - zk[0]) / (zk[-1] - zk[0]))
+
+    def __call__(self, u: np.ndarray) -> np.ndarray:
+        return np.interp(u, self.knots, self.warped)
+
+    def inverse(self, w: np.ndarray) -> np.ndarray:
+        """The normalized value whose image is ``w`` (where several are, the smallest)."""
+        return np.interp(w, self.warped, self.knots)
+
+
 def normalized(trials: Sequence[Trial], mode: str, lo: float, hi: float,
-               values: Sequence[float] | None = None) -> np.ndarray:
+               values: Sequence[float] | None = None, warp: OutputWarp | None = None) -> np.ndarray:
     """The trials' objective values (or ``values``) mapped to [0, 1] over [lo, hi], as a
-    maximization."""
+    maximization, then through ``warp`` if given."""
     vals = np.array([tr.value for tr in trials] if values is None else values, dtype=float)
     sign = 1.0 if mode == "max" else -1.0
-    return np.clip((sign * vals - lo) / (hi - lo), 0.0, 1.0)
+    u = np.clip((sign * vals - lo) / (hi - lo), 0.0, 1.0)
+    return u if warp is None else warp(u)
