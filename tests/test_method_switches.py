@@ -14,7 +14,7 @@ from sklearn.gaussian_process.kernels import RBF, ConstantKernel
 from tuner import PAPER_EXACT, Optimizer, Settings
 from tuner.core.gp import GaussianProcess, Hyperparameters, Posterior, SoftCensoredPosterior
 from tuner.core.kernels import SquaredExponential
-from tuner.core.targets import OutputWarp
+from tuner.core.targets import RankWarp
 from tuner.loop.simulator import SimClock
 
 LINE = {"x": {"type": "float", "low": 0.0, "high": 1.0}}
@@ -261,9 +261,9 @@ def test_rpol_constraint_estimate_option(g, shift):
     ({"constraint_kernel": "rbf"}, ["constraint_kernel", "same", "auto"]),
     ({"prior_mean": "median"}, ["prior_mean", "zero", "mean"]),
     ({"refit_dense_until": -1}, ["refit_dense_until", ">= 0"]),
-    ({"output_warp": "rank"}, ["output_warp", "none", "copula"]),
+    ({"output_warp": "rank"}, ["output_warp", "none", "copula", "power"]),
     ({"constraints": [COST], "constraint_handler": "rpol", "output_warp": "copula"},
-     ["output_warp", "constraint_handler pof", "rpol"]),
+     ["output_warp", "constraint_handler: pof", "rpol"]),
     ({"constraints": [COST], "constraint_handler": "rpol", "handler_options": {"g": "max"}},
      ["handler_options.g", "lcb", "ucb"]),
 ])
@@ -318,7 +318,7 @@ def test_constraint_kernel_sets_the_constraint_models_apart_from_the_objective()
 
 def test_the_copula_warp_keeps_the_order_of_the_results_and_spreads_a_crowded_top():
     u = np.array([0.0, 0.97, 0.96, 0.98, 0.5, 0.97, 1.0, 0.1])
-    w = OutputWarp.fit(u)(u)
+    w = RankWarp.fit(u)(u)
     assert w.min() == 0.0 and w.max() == 1.0
     assert np.array_equal(np.sign(u[:, None] - u[None, :]), np.sign(w[:, None] - w[None, :]))
     # the four results within 0.04 of the best span more than a third of the GP's scale

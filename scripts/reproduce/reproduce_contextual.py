@@ -23,6 +23,7 @@ Methods (paper-exact settings, ``tuner.PAPER_EXACT``, m = 6, nu_t over the windo
                               (``new_context: mean``)
   cgp-ucb-level-mean / -ts-   and a level of each context (``context_kernel: shared-level``)
   cgp-ei-level(-mean), gp-ei-sdf  log EI on the censored GP (``algorithm: gp-ei-sdf``)
+  cgp-ucb-level-mean-copula, gp-ucb-sdf-copula  the results warped by rank (``output_warp: copula``)
 Candidate sets are cut to 256 Sobol points + 32 local ones for every method (the same code
 paths; Thompson draws on 1 152 candidates at n = 600 would take a minute per run).
 
@@ -79,7 +80,10 @@ METHODS = {"cgp-ucb-sdf": ("gp-ucb-sdf", "context"), "gp-ucb-sdf": ("gp-ucb-sdf"
            # the posterior mean or log EI at a new context, and the context ignored
            "cgp-ei-level-mean": ("gp-ei-sdf", "context-level-mean"),
            "cgp-ei-level": ("gp-ei-sdf", "context-level"),
-           "gp-ei-sdf": ("gp-ei-sdf", "ignore")}
+           "gp-ei-sdf": ("gp-ei-sdf", "ignore"),
+           # the results warped by rank (``output_warp: copula``), contextual and context ignored
+           "cgp-ucb-level-mean-copula": ("gp-ucb-sdf", "context-level-mean", {"output_warp": "copula"}),
+           "gp-ucb-sdf-copula": ("gp-ucb-sdf", "ignore", {"output_warp": "copula"})}
 PAPER_METHODS = [m for m in METHODS if not m.startswith("optuna") and "shared" not in m
                  and "level" not in m]
 SETTINGS = {**PAPER_EXACT, "window": float(WINDOW), "nu_terms": "window", "beta": 1.0,
@@ -192,7 +196,7 @@ def load_tasks(setting: str) -> Tasks:
 def one_run(job: tuple[str, int, bool, str]) -> tuple[str, int, np.ndarray, float]:
     """One method, one seed: the instantaneous regret of each query (``PER_TASK`` per task)."""
     method, run, product, setting = job
-    algorithm, kind = METHODS[method]
+    algorithm, kind, *extra = METHODS[method]
     tasks = load_tasks(setting)
     rng = np.random.default_rng(run)
     T = len(tasks.contexts) * PER_TASK
@@ -207,7 +211,7 @@ def one_run(job: tuple[str, int, bool, str]) -> tuple[str, int, np.ndarray, floa
         if opt is None or (kind in ("restart", "optuna") and t % PER_TASK == 0):
             epoch += 1
             opt = (OptunaWarm(tasks.space, algorithm, run + 1000 * k, history) if kind == "optuna"
-                   else _make(tasks, algorithm, kind, run + 1000 * k, product))
+                   else _make(tasks, algorithm, kind, run + 1000 * k, product, *extra))
         for item in [p for p in pending if p[0] <= t]:
             pending.remove(item)
             history.append((item[4], item[2]))
@@ -251,11 +255,12 @@ class OptunaWarm:
         self.study.tell(self.live.pop(trial_id), value)
 
 
-def _make(tasks: Tasks, algorithm: str, kind: str, seed: int, product: bool) -> Optimizer:
+def _make(tasks: Tasks, algorithm: str, kind: str, seed: int, product: bool,
+          extra: Mapping[str, Any] | None = None) -> Optimizer:
     settings = {**(PRODUCT if product else SETTINGS),      # cgp-*-sdf: the paper's product kernel
                 "context_kernel": ("shared-level" if kind.startswith("context-level") else
                                    "shared" if kind.startswith("context-shared") else "product"),
-                "new_context": "mean" if kind.endswith("-mean") else "ucb"}
+                "new_context": "mean" if kind.endswith("-mean") else "ucb", **(extra or {})}
     return Optimizer(tasks.space, algorithm=algorithm, seed=seed, clock=SimClock(),
                      context_space=tasks.context_space if kind.startswith("context") else None,
                      **settings)

@@ -43,7 +43,7 @@ from .settings import Settings
 from .space import SearchSpace
 from .state import built_with, changing_state, restore, state_dict
 from .subset import choose_subset
-from .targets import OutputWarp, normalized, reward_range
+from .targets import OutputWarp, fit_warp, normalized, reward_range
 from .trial import Status, Trial
 from .views import PosteriorView
 
@@ -537,9 +537,9 @@ class Optimizer:
             s = self.settings
             lo, hi = reward_range(s.mode, s.objective_bounds, self.trials)
             warp = None
-            if s.output_warp == "copula":
+            if s.output_warp != "none":
                 finished = [tr for tr in self.trials if tr.status == Status.FINISHED]
-                warp = OutputWarp.fit(normalized(finished, s.mode, lo, hi))
+                warp = fit_warp(s.output_warp, normalized(finished, s.mode, lo, hi))
             self._range_memo = (key, (lo, hi), warp)
         return self._range_memo[1]
 

@@ -37,7 +37,7 @@ class Settings:
     censor_at_partial: bool = True     # a trial that reported progress: censored at its last value
     delay_lambda_power: float = 0.0    # eq. 2's delay term B_y lambda^-p sum sigma (0: as printed)
     prior_mean: str = "zero"           # objective GP's prior mean: zero (001) or the results' mean
-    output_warp: str = "none"          # the targets as 001 scales them, or spread by rank (targets.py)
+    output_warp: str = "none"          # the targets as 001 scales them, or warped: copula | power (targets.py)
     nu_terms: str = "pending"
     beta: float = 1.0
     beta_schedule: str = "constant"
@@ -126,9 +126,9 @@ class Settings:
                              f"probability of feasibility, constraint_handler pof (got "
                              f"{self.constraint_handler!r})")
         if cons and self.output_warp != "none" and self.constraint_handler != "pof":
-            raise ValueError(f"{p}output_warp: {self.output_warp!r} needs constraint_handler pof, "
-                             f"which weighs the warped scale; {self.constraint_handler!r} weighs the "
-                             f"objective's own (got output_warp {self.output_warp!r})")
+            raise ValueError(f"{p}output_warp: {self.output_warp!r} needs constraint_handler: pof, "
+                             f"which weighs the warped scale (got {self.constraint_handler!r}, which "
+                             f"weighs the objective's own)")
         try:
             make_handler(self.constraint_handler, len(cons), self.handler_options)
         except ValueError as exc:

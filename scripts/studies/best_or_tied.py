@@ -1,0 +1,57 @@
+"""Best or tied against every peer, per candidate default, from several harness ``runs.csv`` files.
+
+For each candidate (one of this project's methods) and each (problem, W, horizon fraction) where
+it and at least one peer ran: is its median best feasible score over the seeds ``< --seeds`` the
+best or tied (0.1 %, ``benchmarks.report._winner``) against every peer's median over the same
+seeds?  Rows of a later file replace those of an earlier one for the same (problem, W, method).
+
+    python scripts/studies/best_or_tied.py docs/results/compare/runs.csv docs/results/recorded/runs.csv \
+        RUNS.csv --candidates tuner default-copula --seeds 10
+"""
+from __future__ import annotations
+
+import argparse
+from collections import defaultdict
+from pathlib import Path
+
+from benchmarks.ablation import COMPETITORS
+from benchmarks.metrics import FRACTIONS
+from benchmarks.report import _winner, load_runs, median_best
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("runs", nargs="+", type=Path)
+    ap.add_argument("--candidates", nargs="+", required=True)
+    ap.add_argument("--seeds", type=int, default=10, help="use seeds 0 .. N-1 of every method")
+    ap.add_argument("--workers", type=int, nargs="*", help="only these W")
+    args = ap.parse_args()
+    cells = {}
+    for path in args.runs:
+        for key, rows in load_runs(path).items():
+            cells[key] = [r for r in rows if r["seed"] < args.seeds]
+    print(f"| candidate | best or tied vs every peer | losses (problem, W, at: best peer) |\n|---|---|---|")
+    for cand in args.candidates:
+        ok = total = 0
+        lost: dict[str, list[str]] = defaultdict(list)
+        for (p, w, m), rows in sorted(cells.items()):
+            if m != cand or not rows or (args.workers and w not in args.workers):
+                continue
+            peers = [c for c in COMPETITORS if cells.get((p, w, c))]
+            if not peers:
+                continue
+            for q in FRACTIONS:
+                mine = median_best(rows, q)
+                theirs = {c: median_best(cells[(p, w, c)], q) for c in peers}
+                beaten = [c for c, v in theirs.items() if _winner(mine, v) == "peer"]
+                total += 1
+                ok += not beaten
+                if beaten:
+                    top = max(beaten, key=theirs.get)
+                    lost[f"{p} W={w}"].append(f"{q:g}: {top}")
+        losses = "; ".join(f"{k} ({', '.join(v)})" for k, v in lost.items())
+        print(f"| {cand} | {ok}/{total} ({100 * ok / max(total, 1):.0f} %) | {losses} |")
+
+
+if __name__ == "__main__":
+    main()
