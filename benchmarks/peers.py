@@ -113,9 +113,6 @@ ABLATION: dict[str, dict[str, Any]] = {
                               "constraint_kernel": "se"},
     "default-copula": {**DEFAULT, "output_warp": "copula"},
     "default-copula-matern": {**DEFAULT, "output_warp": "copula", "kernel": "matern52"},
-    "default-power": {**DEFAULT, "output_warp": "power"},
-    "default-copula-lower": {**DEFAULT, "output_warp": "copula-lower"},
-    "default-copula-lower-matern": {**DEFAULT, "output_warp": "copula-lower", "kernel": "matern52"},
 }
 PEERS = ("optuna-tpe", "optuna-gp", "syne-botorch")
 METHODS = (*PROJECT, *PEERS)

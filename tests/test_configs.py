@@ -23,3 +23,20 @@ def test_shipped_simulation_config_loads():
 
 def test_the_default_study_is_configs_cnn_yaml():
     assert load_study(DEFAULT_STUDY).resolved() == load_study(CONFIGS / "cnn.yaml").resolved()
+
+
+def test_a_study_warps_its_results_by_rank_unless_its_config_says_otherwise():
+    """Studies of training runs start from ``output_warp: copula`` (the bare Optimizer does not);
+    a config or TunerSearch argument that names the setting wins."""
+    from tuner import Settings
+    from tuner.integrations.ray.tune_search import TunerSearch
+
+    base = {"study": "warp", "trainable": "logreg",
+            "space": {"C": {"type": "float", "low": 0.01, "high": 10.0}}}
+    assert load_study(base).settings.output_warp == "copula"
+    assert load_study({**base, "optimizer": {"output_warp": "none"}}).settings.output_warp == "none"
+    assert Settings().output_warp == "none"
+    line = {"x": {"type": "float", "low": 0, "high": 1}}
+    assert TunerSearch(metric="loss", mode="min", space=line).optimizer.settings.output_warp == "copula"
+    told = TunerSearch(metric="loss", mode="min", space=line, output_warp="none")
+    assert told.optimizer.settings.output_warp == "none"

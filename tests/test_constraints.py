@@ -219,6 +219,8 @@ def cost_sampler(configs, t):
                       "handler_options": {"epoch": 5, "update": "additive", "step": 2.0}}),
     ("scgp", {"constraint_handler": "scgp"}),
     ("pof-log-ei", {"constraint_handler": "pof", "algorithm": "gp-ei-sdf"}),
+    ("pof-copula", {"constraint_handler": "pof", "output_warp": "copula"}),
+    ("rpol-copula", {"constraint_handler": "rpol", "output_warp": "copula"}),
 ])
 def test_suggestions_converge_to_the_feasible_optimum(name, kw):
     cons = dict(COST, observable=True) if name == "scgp" else COST

@@ -30,7 +30,7 @@ def main() -> None:
     for path in args.runs:
         for key, rows in load_runs(path).items():
             cells[key] = [r for r in rows if r["seed"] < args.seeds]
-    print(f"| candidate | best or tied vs every peer | losses (problem, W, at: best peer) |\n|---|---|---|")
+    print("| candidate | best or tied vs every peer | losses (problem, W, at: best peer) |\n|---|---|---|")
     for cand in args.candidates:
         ok = total = 0
         lost: dict[str, list[str]] = defaultdict(list)

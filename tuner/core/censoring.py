@@ -17,7 +17,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from .targets import OutputWarp, normalized
+from .targets import RankWarp, normalized
 from .trial import Status, Trial
 
 UNITS = ("iterations", "seconds")
@@ -86,7 +86,7 @@ def counted(trials: Sequence[Trial], window: Window, pending: str, now: float,
 
 
 def censored_targets(trials: Sequence[Trial], done: list[Trial], mode: str, lo: float, hi: float,
-                     at_partial: bool, warp: OutputWarp | None = None) -> np.ndarray:
+                     at_partial: bool, warp: RankWarp | None = None) -> np.ndarray:
     """Targets of eq. 1 (normalized over [lo, hi], then ``warp``ed): the usable results ``done``,
     0 (the minimum) for the rest; with ``at_partial`` a trial that reported progress is censored
     at its last value."""

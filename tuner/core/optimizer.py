@@ -43,7 +43,7 @@ from .settings import Settings
 from .space import SearchSpace
 from .state import built_with, changing_state, restore, state_dict
 from .subset import choose_subset
-from .targets import OutputWarp, fit_warp, normalized, reward_range
+from .targets import RankWarp, normalized, reward_range
 from .trial import Status, Trial
 from .views import PosteriorView
 
@@ -90,7 +90,7 @@ class Optimizer:
         self._changed: set[int] = set()   # trials changed since the last ``changed_trials``
         self._live: dict[int, Trial] = {}  # the running trials, in id order
         self._outcomes = 0                 # tell and fail calls: ``_reward_range``'s memo key
-        self._range_memo: tuple[Any, tuple[float, float], OutputWarp | None] | None = None
+        self._range_memo: tuple[Any, tuple[float, float], RankWarp | None] | None = None
         s = self.settings
         # a context's part mixed with a part shared by every context (``Kernel``)
         n_context = (self.contexts.space.dim if self.contexts is not None
@@ -407,11 +407,13 @@ class Optimizer:
         smooth = smooth and self.handler.g_estimate != "sample"
 
         scale = (0.0, 1.0) if self.handler.normalized_f else (lo, hi - lo)
+        warp = None if self.handler.normalized_f else self._warp()
+        f_obj = f_est if warp is None else (lambda U: warp.inverse(f_est(U)))
 
         def h(U: np.ndarray) -> np.ndarray:      # on the objective's scale (module docstring)
             if log:
                 return self.handler.log_score(f_est(U), [g(U) for g in g_ests])
-            return self.handler.score(t, scale[0] + scale[1] * f_est(U), [g(U) for g in g_ests], f_bound)
+            return self.handler.score(t, scale[0] + scale[1] * f_obj(U), [g(U) for g in g_ests], f_bound)
 
         x = maximize(h, C, self.space, smooth=smooth, n_starts=s.n_starts, discrete=discrete,
                      taken=taken, joint=s.refine == "joint")
@@ -537,13 +539,13 @@ class Optimizer:
             s = self.settings
             lo, hi = reward_range(s.mode, s.objective_bounds, self.trials)
             warp = None
-            if s.output_warp != "none":
+            if s.output_warp == "copula":
                 finished = [tr for tr in self.trials if tr.status == Status.FINISHED]
-                warp = fit_warp(s.output_warp, normalized(finished, s.mode, lo, hi))
+                warp = RankWarp.fit(normalized(finished, s.mode, lo, hi))
             self._range_memo = (key, (lo, hi), warp)
         return self._range_memo[1]
 
-    def _warp(self) -> OutputWarp | None:
+    def _warp(self) -> RankWarp | None:
         """The output warp of the finished results (``Settings.output_warp``), memoized with
         ``_reward_range``."""
         self._reward_range()

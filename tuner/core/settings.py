@@ -37,7 +37,7 @@ class Settings:
     censor_at_partial: bool = True     # a trial that reported progress: censored at its last value
     delay_lambda_power: float = 0.0    # eq. 2's delay term B_y lambda^-p sum sigma (0: as printed)
     prior_mean: str = "zero"           # objective GP's prior mean: zero (001) or the results' mean
-    output_warp: str = "none"          # the targets as 001 scales them, or warped: copula | power (targets.py)
+    output_warp: str = "none"          # the targets as 001 scales them, or spread by rank: copula (targets.py)
     nu_terms: str = "pending"
     beta: float = 1.0
     beta_schedule: str = "constant"
@@ -125,10 +125,6 @@ class Settings:
             raise ValueError(f"{p}constraint_handler: algorithm gp-ei-sdf weighs its log EI by the "
                              f"probability of feasibility, constraint_handler pof (got "
                              f"{self.constraint_handler!r})")
-        if cons and self.output_warp != "none" and self.constraint_handler != "pof":
-            raise ValueError(f"{p}output_warp: {self.output_warp!r} needs constraint_handler: pof, "
-                             f"which weighs the warped scale (got {self.constraint_handler!r}, which "
-                             f"weighs the objective's own)")
         try:
             make_handler(self.constraint_handler, len(cons), self.handler_options)
         except ValueError as exc:

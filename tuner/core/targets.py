@@ -1,14 +1,14 @@
 """The objective as the GP sees it: mapped to [0, 1] as a maximization, with the known minimum
-at 0 (paper 001 footnote 6), and optionally warped (``RankWarp``, ``PowerWarp``)."""
+at 0 (paper 001 footnote 6), and optionally warped by the results' ranks (``RankWarp``)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence, Union
+from typing import Sequence
 
 import numpy as np
 from scipy.special import ndtri
-from scipy.stats import rankdata, yeojohnson, yeojohnson_normmax
+from scipy.stats import rankdata
 
 from .trial import Status, Trial
 
@@ -53,68 +53,24 @@ class RankWarp:
     def __call__(self, u: np.ndarray) -> np.ndarray:
         return np.interp(u, self.knots, self.warped)
 
-
-@dataclass(frozen=True)
-class PowerWarp:
-    """``output_warp: power``: the Yeo-Johnson power transform (Yeo & Johnson 2000) of the
-    standardized results, its lambda by maximum likelihood (``scipy.stats.yeojohnson_normmax``),
-    as HEBO warps its outputs (Cowen-Rivers et al. 2022, §4.1), rescaled so that 0 maps to 0 and
-    1 to 1.  Smooth and monotone; lambda = 1 is the identity."""
-
-    mean: float
-    std: float
-    lmbda: float
-
-    @classmethod
-    def fit(cls, u: np.ndarray) -> "PowerWarp | None":
-        std = float(np.std(u))
-        if len(u) < 3 or std <= 0.0:
-            return None
-        mean = float(np.mean(u))
-        with np.errstate(all="ignore"):
-            lmbda = float(yeojohnson_normmax((u - mean) / std))
-        return cls(mean, std, lmbda) if np.isfinite(lmbda) else None
-
-    def _t(self, u: np.ndarray) -> np.ndarray:
-        return yeojohnson((np.asarray(u, dtype=float) - self.mean) / self.std, self.lmbda)
-
-    def __call__(self, u: np.ndarray) -> np.ndarray:
-        ends = self._t(np.array([0.0, 1.0]))
-        return np.clip((self._t(u) - ends[0]) / (ends[1] - ends[0]), 0.0, 1.0)
+    def inverse(self, w: np.ndarray) -> np.ndarray:
+        """The normalized value of warped ``w``: the map undone between the results, extended
+        linearly past them with the end segments' slopes (an upper confidence bound above the
+        best result stays above it on the objective's scale)."""
+        k, f = self.knots, self.warped
+        w = np.asarray(w, dtype=float)
+        u = np.interp(w, f, k)
+        lo, hi = w < 0.0, w > 1.0
+        u[lo] = k[0] + w[lo] * (k[1] - k[0]) / (f[1] - f[0])
+        u[hi] = k[-1] + (w[hi] - 1.0) * (k[-1] - k[-2]) / (f[-1] - f[-2])
+        return u
 
 
-class LowerRankWarp(RankWarp):
-    """``output_warp: copula-lower``: ``RankWarp`` below the median result, linear in the
-    result above it (the better half keeps its gaps; only the worse half is spread by rank)."""
-
-    @classmethod
-    def fit(cls, u: np.ndarray) -> "LowerRankWarp | None":
-        w = RankWarp.fit(u)
-        if w is None:
-            return None
-        k, f = w.knots, w.warped
-        m = float(np.median(u))
-        fm = float(np.interp(m, k, f))
-        top = k > m
-        if not top.any() or k[-1] <= m:
-            return None
-        f = f.copy()
-        f[top] = fm + (k[top] - m) * (1.0 - fm) / (k[-1] - m)
-        return cls(k, f)
-
-
-OutputWarp = Union[RankWarp, PowerWarp]
-WARPS = {"copula": RankWarp, "power": PowerWarp, "copula-lower": LowerRankWarp}
-OUTPUT_WARPS = ("none", *WARPS)
-
-
-def fit_warp(kind: str, u: np.ndarray) -> OutputWarp | None:
-    """The output warp ``kind`` (``Settings.output_warp``) of the normalized results ``u``."""
-    return None if kind == "none" else WARPS[kind].fit(np.asarray(u, dtype=float))
+OUTPUT_WARPS = ("none", "copula")
 
 
 def normalized(trials: Sequence[Trial], mode: str, lo: float, hi: float,
-               values: Sequence[float] | None = None, warp: OutputWarp | None = None) -> np.ndarray:
+               values: Sequence[float] | None = None, warp: RankWarp | None = None) -> np.ndarray:
     """The trials' objective values (or ``values``) mapped to [0, 1] over [lo, hi], as a
     maximization, then through ``warp`` if given."""
     vals = np.array([tr.value for tr in trials] if values is None else values, dtype=float)

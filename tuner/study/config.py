@@ -50,6 +50,13 @@ def check_section(section: str, data: Any, schema: Mapping[str, Field]) -> dict[
     return fields.check_section(section, data, schema, ConfigError)
 
 
+# Where a study of training runs (``tuner run``, ``tuner.run``, ``TunerSearch``) starts from other
+# optimizer settings than the bare ``Optimizer``: training metrics crowd near the top with a few
+# diverged runs far below, and the results warped by rank fit them better (docs/method.md
+# "Output warp"); smooth test functions keep the Optimizer's own default.
+STUDY_OPTIMIZER_DEFAULTS: dict[str, Any] = {"output_warp": "copula"}
+
+
 def optimizer_settings(data: Any) -> Settings:
     """The ``optimizer`` section as Settings (unknown keys and bad values are ConfigErrors)."""
     if data is None:
@@ -375,7 +382,7 @@ def load_study(source: str | Path | Mapping[str, Any],
                                           {**OBJECTIVE_SCHEMA, "metric": Field((str,), trainable.objective)}))
     budget = _budget_section(top["budget"]) if top["budget"] else None
     run = _run_section(top["run"])
-    opt = dict(top["optimizer"] or {})
+    opt = {**STUDY_OPTIMIZER_DEFAULTS, **(top["optimizer"] or {})}
     for key, section in (("mode", "objective.mode"), ("objective_bounds", "objective.bounds")):
         if key in opt:
             raise ConfigError(f"optimizer.{key}: set it as {section}")

@@ -43,7 +43,7 @@ from tuner.loop.loop import FailFast, Limits, StopOnSignal, StudyFailed, StudyLo
 from .budget import (NothingFitsWarning, budget_text, measure_budget, reference_config,
                      replay_stopping, stopping_rules)
 from .callbacks import CURVES_CSV, Curves, SaveState, ShowProgress, TrialTable, read_curves
-from .config import ConfigError, StudyConfig
+from .config import STUDY_OPTIMIZER_DEFAULTS, ConfigError, StudyConfig
 from .executor import Executor
 from .progress import Progress
 from .report import StudyResult, banner, finish
@@ -67,10 +67,10 @@ def _differing(saved: dict[str, Any], now: dict[str, Any]) -> list[str]:
 
 
 def at_defaults(keys: list[str], now: dict[str, Any]) -> bool:
-    """Every one of these optimizer settings is at today's default: a resumed study whose saved
+    """Every one of these optimizer settings is at today's study default: a resumed study whose saved
     settings differ only there differs because a default changed since it started, not because
     the user asked for it."""
-    defaults = Settings().to_dict()
+    defaults = {**Settings().to_dict(), **STUDY_OPTIMIZER_DEFAULTS}
     return all(k in defaults and _text(now.get(k)) == _text(defaults[k]) for k in keys)
 
 
@@ -195,8 +195,9 @@ class StudyRunner:
             if at_defaults(diff, new["optimizer"]):
                 kept = diff
                 changed.remove("optimizer")
-            else:
-                changed[changed.index("optimizer")] = "optimizer: " + ", ".join(diff)
+            else:     # name what the user changed, not a default that moved since
+                asked = [k for k in diff if not at_defaults([k], new["optimizer"])]
+                changed[changed.index("optimizer")] = "optimizer: " + ", ".join(asked)
         if changed:
             raise ConfigError(f"--resume: the config changed {changed} since the study started; "
                               "only run, ray, mlflow and output may change (use --fresh or a new "

@@ -87,6 +87,7 @@ from ray.util.debug import log_once
 
 from tuner.core.optimizer import Optimizer
 from tuner.core.settings import Settings
+from tuner.study.config import STUDY_OPTIMIZER_DEFAULTS
 from tuner.core.persist import envelope, opened, write_atomic
 from tuner.core.space import SearchSpace, SpaceError, check_value
 from tuner.core.trial import Status
@@ -224,7 +225,8 @@ class TunerSearch(Searcher):
             and the value a full run reaches; a trial stopped before is censored (module
             docstring).  Without max_t it is inferred from the results.
         **optimizer_settings: any other ``tuner.core.settings.Settings`` field, plus ``clock``
-            (a function returning the time in seconds; ``time.time`` by default).
+            (a function returning the time in seconds; ``time.time`` by default).  As in a
+            study, ``output_warp`` defaults to ``copula`` (``STUDY_OPTIMIZER_DEFAULTS``).
 
     Example::
 
@@ -258,7 +260,8 @@ class TunerSearch(Searcher):
             objective_bounds = [float(objective_bounds[0]), float(objective_bounds[1])]
         self._settings: dict[str, Any] = {"algorithm": algorithm,
                                           "objective_bounds": objective_bounds,
-                                          "seed": int(seed), **optimizer_settings}
+                                          "seed": int(seed), **STUDY_OPTIMIZER_DEFAULTS,
+                                          **optimizer_settings}
         if "mode" in self._settings:
             raise ValueError("pass mode as TunerSearch(mode=...), not as an optimizer setting")
         # Validate every setting now (unknown names, bad values, unknown algorithm), not at the
