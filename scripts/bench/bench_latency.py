@@ -167,6 +167,9 @@ def main() -> None:
     ap.add_argument("--against-paper", action="store_true",
                     help="time the default Settings and Settings(**PAPER_EXACT) in the same run "
                          "instead of Optuna")
+    ap.add_argument("--against-settings", metavar="JSON",
+                    help="time the default Settings and the default with these overrides in the "
+                         "same run, e.g. '{\"output_warp\": \"copula\"}'")
     ap.add_argument("--against-context", action="store_true",
                     help="time suggestions with one context dimension and without, same run")
     ap.add_argument("--context-kernel", default=None,
@@ -179,6 +182,9 @@ def main() -> None:
     if args.against_paper:     # the default settings against the paper-exact ones
         return side_by_side(args, "against_paper", ("paper-exact", "default"),
                             {"settings": Settings(**PAPER_EXACT)}, {})
+    if args.against_settings:  # the default against the default with some settings changed
+        return side_by_side(args, "against_settings", ("default", args.against_settings),
+                            {}, {"settings": Settings(**json.loads(args.against_settings))})
     if args.against_context:   # one context dimension against none (paper 001 §5)
         kernel = {} if args.context_kernel is None else {
             "settings": Settings(context_kernel=args.context_kernel)}

@@ -12,6 +12,7 @@ from scipy.stats import rankdata
 
 from .trial import Status, Trial
 
+
 def reward_range(mode: str, bounds: Sequence[float] | None, trials: Sequence[Trial]) -> tuple[float, float]:
     """[lo, hi] of sign * objective that the targets map to [0, 1]: ``bounds`` (the
     ``objective_bounds``) if known, else the observed range (001 §3.3's proxy)."""

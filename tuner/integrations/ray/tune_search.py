@@ -87,10 +87,10 @@ from ray.util.debug import log_once
 
 from tuner.core.optimizer import Optimizer
 from tuner.core.settings import Settings
-from tuner.study.config import STUDY_OPTIMIZER_DEFAULTS
 from tuner.core.persist import envelope, opened, write_atomic
 from tuner.core.space import SearchSpace, SpaceError, check_value
 from tuner.core.trial import Status
+from tuner.study.config import STUDY_OPTIMIZER_DEFAULTS
 from .tune_space import from_tune
 
 logger = logging.getLogger(__name__)
