@@ -35,7 +35,7 @@ from tuner.loop.stopping import ASHA, CurveRule, Fidelity, PaceBudget
 
 from .peers import Adapter, OptunaAdapter, Suggestion, syne_tune_space
 
-OURS = ("tuner", "tuner-asha", "tuner-curve", "tuner-copula")
+OURS = ("tuner", "tuner-asha", "tuner-curve", "tuner-copula", "tuner-copula-matern")
 PEERS = ("random-topk", "ray-asha-random", "ray-asha-tpe", "optuna-tpe-hyperband",
          "optuna-tpe-sh", "syne-asha", "syne-bohb")
 METHODS = (*OURS, *PEERS)
@@ -219,8 +219,10 @@ def make(method: str, problem: Any, seed: int) -> tuple[Any, list[Any]]:
         if problem.budget is not None:
             extra = {"constraints": [problem.constraint], "stop_margin": 1.0}
             rules.append(PaceBudget(problem.budget, fid))
-        if method == "tuner-copula":
+        if method.startswith("tuner-copula"):
             extra["output_warp"] = "copula"
+        if method.endswith("-matern"):
+            extra["kernel"] = "matern52"
         opt = Optimizer(problem.space, seed=seed, objective_bounds=(0.0, 1.0), **extra)
         if method == "tuner-asha":
             rules.append(ASHA(epochs, GRACE, ETA))

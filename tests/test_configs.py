@@ -26,17 +26,19 @@ def test_the_default_study_is_configs_cnn_yaml():
 
 
 def test_a_study_warps_its_results_by_rank_unless_its_config_says_otherwise():
-    """Studies of training runs start from ``output_warp: copula`` (the bare Optimizer does not);
-    a config or TunerSearch argument that names the setting wins."""
+    """Studies of training runs start from ``output_warp: copula`` and ``kernel: matern52`` (the
+    bare Optimizer does not); a config or TunerSearch argument that names the setting wins."""
     from tuner import Settings
     from tuner.integrations.ray.tune_search import TunerSearch
 
     base = {"study": "warp", "trainable": "logreg",
             "space": {"C": {"type": "float", "low": 0.01, "high": 10.0}}}
-    assert load_study(base).settings.output_warp == "copula"
+    study = load_study(base).settings
+    assert (study.output_warp, study.kernel) == ("copula", "matern52")
     assert load_study({**base, "optimizer": {"output_warp": "none"}}).settings.output_warp == "none"
-    assert Settings().output_warp == "none"
+    assert (Settings().output_warp, Settings().kernel) == ("none", "se")
     line = {"x": {"type": "float", "low": 0, "high": 1}}
-    assert TunerSearch(metric="loss", mode="min", space=line).optimizer.settings.output_warp == "copula"
+    searched = TunerSearch(metric="loss", mode="min", space=line).optimizer.settings
+    assert (searched.output_warp, searched.kernel) == ("copula", "matern52")
     told = TunerSearch(metric="loss", mode="min", space=line, output_warp="none")
     assert told.optimizer.settings.output_warp == "none"

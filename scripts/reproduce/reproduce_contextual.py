@@ -24,6 +24,7 @@ Methods (paper-exact settings, ``tuner.PAPER_EXACT``, m = 6, nu_t over the windo
   cgp-ucb-level-mean / -ts-   and a level of each context (``context_kernel: shared-level``)
   cgp-ei-level(-mean), gp-ei-sdf  log EI on the censored GP (``algorithm: gp-ei-sdf``)
   cgp-ucb-level-mean-copula, gp-ucb-sdf-copula  the results warped by rank (``output_warp: copula``)
+  cgp-ucb-level-mean-copula-matern, gp-ucb-sdf-copula-matern  and ``kernel: matern52``
 Candidate sets are cut to 256 Sobol points + 32 local ones for every method (the same code
 paths; Thompson draws on 1 152 candidates at n = 600 would take a minute per run).
 
@@ -83,7 +84,11 @@ METHODS = {"cgp-ucb-sdf": ("gp-ucb-sdf", "context"), "gp-ucb-sdf": ("gp-ucb-sdf"
            "gp-ei-sdf": ("gp-ei-sdf", "ignore"),
            # the results warped by rank (``output_warp: copula``), contextual and context ignored
            "cgp-ucb-level-mean-copula": ("gp-ucb-sdf", "context-level-mean", {"output_warp": "copula"}),
-           "gp-ucb-sdf-copula": ("gp-ucb-sdf", "ignore", {"output_warp": "copula"})}
+           "gp-ucb-sdf-copula": ("gp-ucb-sdf", "ignore", {"output_warp": "copula"}),
+           "cgp-ucb-level-mean-copula-matern": ("gp-ucb-sdf", "context-level-mean",
+                                                {"output_warp": "copula", "kernel": "matern52"}),
+           "gp-ucb-sdf-copula-matern": ("gp-ucb-sdf", "ignore",
+                                        {"output_warp": "copula", "kernel": "matern52"})}
 PAPER_METHODS = [m for m in METHODS if not m.startswith("optuna") and "shared" not in m
                  and "level" not in m]
 SETTINGS = {**PAPER_EXACT, "window": float(WINDOW), "nu_terms": "window", "beta": 1.0,
