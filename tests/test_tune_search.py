@@ -126,10 +126,12 @@ def test_evaluated_rewards_are_told_not_run(ray_session, tmp_path):
 
 def test_earlier_results_at_other_contexts_steer_the_search_to_this_one():
     """add_evaluated_point(..., context=...) feeds results of earlier experiments with their
-    contexts; the searcher's own context then picks where the optimum moves (001 §5)."""
+    contexts; the searcher's own context then picks where the optimum moves (001 §5).  A smooth
+    function, so the optimizer's own defaults, not a study's (ranks: docs/method.md)."""
     searcher = TunerSearch({"x": tune.uniform(0.0, 1.0)}, metric="loss", mode="min", seed=0,
                            context_space={"n_rows": {"type": "float", "low": 0.0, "high": 1.0}},
-                           context={"n_rows": 0.5}, objective_bounds=(0.0, 1.0), **FAST)
+                           context={"n_rows": 0.5}, objective_bounds=(0.0, 1.0),
+                           output_warp="none", kernel="se", **FAST)
     rng = np.random.default_rng(0)
     for _ in range(40):
         z, x = float(rng.choice([0.2, 0.8])), float(rng.random())
