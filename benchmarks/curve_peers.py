@@ -32,6 +32,7 @@ from tuner.core.curves import CurveModel
 from tuner.core.trial import Status
 from tuner.loop.simulator import OBJECTIVE
 from tuner.loop.stopping import ASHA, CurveRule, Fidelity, PaceBudget
+from tuner.study.config import STUDY_OPTIMIZER_DEFAULTS
 
 from .peers import Adapter, OptunaAdapter, Suggestion, syne_tune_space
 
@@ -219,10 +220,10 @@ def make(method: str, problem: Any, seed: int) -> tuple[Any, list[Any]]:
         if problem.budget is not None:
             extra = {"constraints": [problem.constraint], "stop_margin": 1.0}
             rules.append(PaceBudget(problem.budget, fid))
-        if method.startswith("tuner-copula"):
+        if method == "tuner-copula":
             extra["output_warp"] = "copula"
-        if method.endswith("-matern"):
-            extra["kernel"] = "matern52"
+        elif method == "tuner-copula-matern":         # a study's defaults
+            extra.update(STUDY_OPTIMIZER_DEFAULTS)
         opt = Optimizer(problem.space, seed=seed, objective_bounds=(0.0, 1.0), **extra)
         if method == "tuner-asha":
             rules.append(ASHA(epochs, GRACE, ETA))

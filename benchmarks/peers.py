@@ -22,6 +22,7 @@ from typing import Any, Callable, Mapping
 
 from tuner import PAPER_EXACT, Optimizer, Settings
 from tuner.core.constraints import Constraint
+from tuner.study.config import STUDY_OPTIMIZER_DEFAULTS
 
 from .problems import Problem
 
@@ -29,6 +30,7 @@ from .problems import Problem
 # others are paper 001's algorithms and 003's CBO on the paper-exact settings (tuner.PAPER_EXACT).
 PAPER = dict(PAPER_EXACT)
 DEFAULT = {k: getattr(Settings(), k) for k in (*PAPER_EXACT, "censor_noise")}
+STUDY = {**DEFAULT, **STUDY_OPTIMIZER_DEFAULTS}      # what a study (tuner run, TunerSearch) runs
 COMBO = {**PAPER, "censoring": "soft", "n_initial": "auto", "lengthscale_prior": True,
          "constraint_handler": "pof"}
 PROJECT: dict[str, dict[str, Any]] = {
@@ -112,12 +114,12 @@ ABLATION: dict[str, dict[str, Any]] = {
     "default-ei-matern-gse": {**DEFAULT, "algorithm": "gp-ei-sdf", "kernel": "matern52",
                               "constraint_kernel": "se"},
     "default-copula": {**DEFAULT, "output_warp": "copula"},
-    "default-copula-matern": {**DEFAULT, "output_warp": "copula", "kernel": "matern52"},
-    # the study defaults with less exploration (measured at W = 16, where TPE leads)
-    "default-copula-matern-b0.5": {**DEFAULT, "output_warp": "copula", "kernel": "matern52", "beta": 0.5},
-    "default-copula-matern-by0.25": {**DEFAULT, "output_warp": "copula", "kernel": "matern52", "b_y": 0.25},
-    "default-copula-matern-b2": {**DEFAULT, "output_warp": "copula", "kernel": "matern52", "beta": 2.0},
-    "default-copula-matern-by2": {**DEFAULT, "output_warp": "copula", "kernel": "matern52", "b_y": 2.0},
+    "default-copula-matern": STUDY,
+    # the study defaults with less or more exploration (measured at W = 16, where TPE leads)
+    "default-copula-matern-b0.5": {**STUDY, "beta": 0.5},
+    "default-copula-matern-by0.25": {**STUDY, "b_y": 0.25},
+    "default-copula-matern-b2": {**STUDY, "beta": 2.0},
+    "default-copula-matern-by2": {**STUDY, "b_y": 2.0},
 }
 PEERS = ("optuna-tpe", "optuna-gp", "syne-botorch")
 METHODS = (*PROJECT, *PEERS)

@@ -53,7 +53,7 @@ def check_section(section: str, data: Any, schema: Mapping[str, Field]) -> dict[
 # Where a study of training runs (``tuner run``, ``tuner.run``, ``TunerSearch``) starts from other
 # optimizer settings than the bare ``Optimizer``: training metrics crowd near the top with a few
 # diverged runs far below, so the GP sees the results' ranks, with the Matern-5/2 kernel usual
-# for training runs (docs/method.md "Output warp"); smooth test functions keep the Optimizer's
+# for training runs (docs/method.md "The defaults of studies"); smooth test functions keep the Optimizer's
 # own defaults.
 STUDY_OPTIMIZER_DEFAULTS: dict[str, Any] = {"output_warp": "copula", "kernel": "matern52"}
 
