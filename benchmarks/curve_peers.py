@@ -36,7 +36,7 @@ from tuner.study.config import STUDY_OPTIMIZER_DEFAULTS
 
 from .peers import Adapter, OptunaAdapter, Suggestion, syne_tune_space
 
-OURS = ("tuner", "tuner-asha", "tuner-curve", "tuner-copula", "tuner-copula-matern")
+OURS = ("tuner", "tuner-asha", "tuner-curve", "tuner-copula", "tuner-copula-matern", "tuner-study")
 PEERS = ("random-topk", "ray-asha-random", "ray-asha-tpe", "optuna-tpe-hyperband",
          "optuna-tpe-sh", "syne-asha", "syne-bohb")
 METHODS = (*OURS, *PEERS)
@@ -222,7 +222,9 @@ def make(method: str, problem: Any, seed: int) -> tuple[Any, list[Any]]:
             rules.append(PaceBudget(problem.budget, fid))
         if method == "tuner-copula":
             extra["output_warp"] = "copula"
-        elif method == "tuner-copula-matern":         # a study's defaults
+        elif method == "tuner-copula-matern":         # a study's defaults of 2026-11-26
+            extra.update(output_warp="copula", kernel="matern52")
+        elif method == "tuner-study":                 # a study's defaults
             extra.update(STUDY_OPTIMIZER_DEFAULTS)
         opt = Optimizer(problem.space, seed=seed, objective_bounds=(0.0, 1.0), **extra)
         if method == "tuner-asha":

@@ -31,6 +31,7 @@ from .problems import Problem
 PAPER = dict(PAPER_EXACT)
 DEFAULT = {k: getattr(Settings(), k) for k in (*PAPER_EXACT, "censor_noise")}
 STUDY = {**DEFAULT, **STUDY_OPTIMIZER_DEFAULTS}      # what a study (tuner run, TunerSearch) runs
+COPULA_MATERN = {**DEFAULT, "output_warp": "copula", "kernel": "matern52"}   # the study's, 2026-11-26
 COMBO = {**PAPER, "censoring": "soft", "n_initial": "auto", "lengthscale_prior": True,
          "constraint_handler": "pof"}
 PROJECT: dict[str, dict[str, Any]] = {
@@ -114,12 +115,14 @@ ABLATION: dict[str, dict[str, Any]] = {
     "default-ei-matern-gse": {**DEFAULT, "algorithm": "gp-ei-sdf", "kernel": "matern52",
                               "constraint_kernel": "se"},
     "default-copula": {**DEFAULT, "output_warp": "copula"},
-    "default-copula-matern": STUDY,
-    # the study defaults with less or more exploration (measured at W = 16, where TPE leads)
-    "default-copula-matern-b0.5": {**STUDY, "beta": 0.5},
-    "default-copula-matern-by0.25": {**STUDY, "b_y": 0.25},
-    "default-copula-matern-b2": {**STUDY, "beta": 2.0},
-    "default-copula-matern-by2": {**STUDY, "b_y": 2.0},
+    "default-copula-matern": COPULA_MATERN,
+    # the study defaults of 2026-11-26 with less or more exploration (W = 16, where TPE leads)
+    "default-copula-matern-b0.5": {**COPULA_MATERN, "beta": 0.5},
+    "default-copula-matern-by0.25": {**COPULA_MATERN, "b_y": 0.25},
+    "default-copula-matern-b2": {**COPULA_MATERN, "beta": 2.0},
+    "default-copula-matern-by2": {**COPULA_MATERN, "b_y": 2.0},
+    # with a floor on the objective GP's noise: a study's defaults since 2026-11-27
+    "default-copula-matern-floor": STUDY,
 }
 PEERS = ("optuna-tpe", "optuna-gp", "syne-botorch")
 METHODS = (*PROJECT, *PEERS)

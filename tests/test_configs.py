@@ -34,9 +34,9 @@ def test_a_study_warps_its_results_by_rank_unless_its_config_says_otherwise():
     base = {"study": "warp", "trainable": "logreg",
             "space": {"C": {"type": "float", "low": 0.01, "high": 10.0}}}
     study = load_study(base).settings
-    assert (study.output_warp, study.kernel) == ("copula", "matern52")
+    assert (study.output_warp, study.kernel, study.noise_floor) == ("copula", "matern52", 1e-3)
     assert load_study({**base, "optimizer": {"output_warp": "none"}}).settings.output_warp == "none"
-    assert (Settings().output_warp, Settings().kernel) == ("none", "se")
+    assert (Settings().output_warp, Settings().kernel, Settings().noise_floor) == ("none", "se", 1e-6)
     line = {"x": {"type": "float", "low": 0, "high": 1}}
     searched = TunerSearch(metric="loss", mode="min", space=line).optimizer.settings
     assert (searched.output_warp, searched.kernel) == ("copula", "matern52")

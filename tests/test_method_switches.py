@@ -262,6 +262,7 @@ def test_rpol_constraint_estimate_option(g, shift):
     ({"prior_mean": "median"}, ["prior_mean", "zero", "mean"]),
     ({"refit_dense_until": -1}, ["refit_dense_until", ">= 0"]),
     ({"output_warp": "rank"}, ["output_warp", "none", "copula"]),
+    ({"noise_floor": 0.0}, ["noise_floor", "(0, 0.5)"]),
     ({"constraints": [COST], "constraint_handler": "rpol", "handler_options": {"g": "max"}},
      ["handler_options.g", "lcb", "ucb"]),
 ])
@@ -358,6 +359,24 @@ def test_a_running_trial_stays_at_the_minimum_under_the_warp():
     opt.suggest()                      # running
     y = opt.censored_targets()
     assert y[4] == 0.0 and y[3] == 0.0 and y[2] == 1.0 and 0.0 < y[0] < y[1] < 1.0
+
+
+def test_the_noise_floor_bounds_the_objective_gps_fitted_noise_from_below():
+    """Deterministic results: the fit drives the noise to the box's edge; ``noise_floor`` is
+    that edge for the objective's GP (the rank warp's near-ties read as noise, not as a rough
+    function); the constraint models keep theirs."""
+    def fit(**kw):
+        opt, _ = make(SQUARE, objective_bounds=None, output_warp="copula", kernel="matern52",
+                      n_initial=30, constraints=[COST], **kw)
+        for _ in range(30):
+            s = opt.suggest()
+            x, y = s.config["x"], s.config["y"]
+            opt.tell(s.trial_id, float(np.sin(3 * x) + np.cos(2 * y)), metrics={"cost": x})
+        opt.suggest()
+        return opt.objective.gp_all.hyper, opt.constraint_models[0].gp_all.hyper
+    (free, cost_free), (floored, cost_floored) = fit(), fit(noise_floor=1e-3)
+    assert free.noise < 1e-3 <= floored.noise
+    assert cost_floored.noise < 1e-3 and cost_floored.to_dict() == cost_free.to_dict()
 
 
 # --- the paper-exact settings -------------------------------------------------------------------

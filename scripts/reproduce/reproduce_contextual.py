@@ -54,6 +54,8 @@ from tuner.core.space import SearchSpace  # noqa: E402
 from tuner.loop.simulator import SimClock  # noqa: E402
 from tuner.study.config import STUDY_OPTIMIZER_DEFAULTS  # noqa: E402
 
+COPULA_MATERN = {"output_warp": "copula", "kernel": "matern52"}   # a study's defaults, 2026-11-26
+
 TABLES = Path(__file__).resolve().parents[2] / "benchmarks" / "tables"
 DATASETS = ("breast_cancer", "digits")
 
@@ -86,10 +88,18 @@ METHODS = {"cgp-ucb-sdf": ("gp-ucb-sdf", "context"), "gp-ucb-sdf": ("gp-ucb-sdf"
            # the results warped by rank (``output_warp: copula``), contextual and context ignored
            "cgp-ucb-level-mean-copula": ("gp-ucb-sdf", "context-level-mean", {"output_warp": "copula"}),
            "gp-ucb-sdf-copula": ("gp-ucb-sdf", "ignore", {"output_warp": "copula"}),
-           # and with the Matern kernel: a study's defaults (``STUDY_OPTIMIZER_DEFAULTS``)
-           "cgp-ucb-level-mean-copula-matern": ("gp-ucb-sdf", "context-level-mean",
-                                                STUDY_OPTIMIZER_DEFAULTS),
-           "gp-ucb-sdf-copula-matern": ("gp-ucb-sdf", "ignore", STUDY_OPTIMIZER_DEFAULTS)}
+           # and with the Matern kernel (a study's defaults of 2026-11-26)
+           "cgp-ucb-level-mean-copula-matern": ("gp-ucb-sdf", "context-level-mean", COPULA_MATERN),
+           "gp-ucb-sdf-copula-matern": ("gp-ucb-sdf", "ignore", COPULA_MATERN),
+           "cgp-ts-level-mean-copula-matern": ("gp-ts-sdf", "context-level-mean", COPULA_MATERN),
+           "gp-ts-sdf-copula-matern": ("gp-ts-sdf", "ignore", COPULA_MATERN),
+           # and a floor on the objective GP's noise: a study's defaults (``STUDY_OPTIMIZER_DEFAULTS``)
+           "cgp-ucb-level-mean-copula-matern-floor": ("gp-ucb-sdf", "context-level-mean",
+                                                      STUDY_OPTIMIZER_DEFAULTS),
+           "gp-ucb-sdf-copula-matern-floor": ("gp-ucb-sdf", "ignore", STUDY_OPTIMIZER_DEFAULTS),
+           "cgp-ts-level-mean-copula-matern-floor": ("gp-ts-sdf", "context-level-mean",
+                                                     STUDY_OPTIMIZER_DEFAULTS),
+           "gp-ts-sdf-copula-matern-floor": ("gp-ts-sdf", "ignore", STUDY_OPTIMIZER_DEFAULTS)}
 PAPER_METHODS = [m for m in METHODS if not m.startswith("optuna") and "shared" not in m
                  and "level" not in m]
 SETTINGS = {**PAPER_EXACT, "window": float(WINDOW), "nu_terms": "window", "beta": 1.0,

@@ -34,7 +34,7 @@ from .context import Contexts
 from .design import StartupDesign
 from .exploration import Exploration
 from .fit_job import Pool
-from .gp import Hyperparameters, Posterior, blas_threads
+from .gp import HyperBounds, Hyperparameters, Posterior, blas_threads
 from .kernels import make_kernel
 from .maximize import maximize, candidate_set
 from .model import CensoredModel
@@ -102,12 +102,13 @@ class Optimizer:
             p.kind == "categorical" for p in inputs.params.values())
         groups = inputs.groups() if shared else None
 
-        def model(name: str) -> CensoredModel:     # "auto": SE, or Matern-5/2 where the evidence says
+        def model(name: str, bounds: HyperBounds | None = None) -> CensoredModel:
+            # "auto": SE, or Matern-5/2 where the evidence says
             kernels = [make_kernel(k, n_context) for k in (("se", "matern52") if name == "auto" else (name,))]
-            return CensoredModel(kernels[0], hyper, self.domain, groups=groups,
+            return CensoredModel(kernels[0], hyper, self.domain, bounds, groups=groups,
                                  alternatives=kernels[1:], keep_all=self._needs_gp_all())
 
-        self.objective = model(s.kernel)
+        self.objective = model(s.kernel, HyperBounds(noise=(s.noise_floor, HyperBounds.noise[1])))
         self.constraints = [replace(c, log=s.budget_scale == "log" and c.runtime and c.type == "budget")
                             for c in (Constraint.from_dict(d, f"constraints[{i}]")
                                       for i, d in enumerate(s.constraints))]

@@ -54,6 +54,8 @@ class Settings:
     amplitude: float = 1.0
     lengthscale: float = 0.2
     noise: float = 1e-3
+    noise_floor: float = 1e-6          # the objective GP's least noise variance in a fit (on the
+                                       # [0, 1] targets); studies: 1e-3 with the rank warp
     refit_every: int = 10
     refit_growth: float = 0.05         # and only once the usable results grew by this fraction
     refit_dense_until: int = 0         # also refit after each usable result up to this many
@@ -185,6 +187,7 @@ SETTINGS_FIELDS: dict[str, Field] = {
     "amplitude": Field((float,), above=0),
     "lengthscale": Field((float,), above=0),
     "noise": Field((float,), above=0),
+    "noise_floor": Field((float,), above=0, below=0.5),
     "refit_every": Field((int,), minimum=1),
     "refit_dense_until": Field((int,), minimum=0),
     "refit_growth": Field((float,), minimum=0),

@@ -53,9 +53,11 @@ def check_section(section: str, data: Any, schema: Mapping[str, Field]) -> dict[
 # Where a study of training runs (``tuner run``, ``tuner.run``, ``TunerSearch``) starts from other
 # optimizer settings than the bare ``Optimizer``: training metrics crowd near the top with a few
 # diverged runs far below, so the GP sees the results' ranks, with the Matern-5/2 kernel usual
-# for training runs (docs/method.md "The defaults of studies"); smooth test functions keep the Optimizer's
-# own defaults.
-STUDY_OPTIMIZER_DEFAULTS: dict[str, Any] = {"output_warp": "copula", "kernel": "matern52"}
+# for training runs (docs/method.md "The defaults of studies"), and a floor on the GP's noise so
+# that the ranks of near-tied scores read as noise, not as a rough function ("A noise floor under
+# the rank warp"); smooth test functions keep the Optimizer's own defaults.
+STUDY_OPTIMIZER_DEFAULTS: dict[str, Any] = {"output_warp": "copula", "kernel": "matern52",
+                                            "noise_floor": 1e-3}
 
 
 def optimizer_settings(data: Any) -> Settings:
