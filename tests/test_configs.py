@@ -42,3 +42,15 @@ def test_a_study_warps_its_results_by_rank_unless_its_config_says_otherwise():
     assert (searched.output_warp, searched.kernel) == ("copula", "matern52")
     told = TunerSearch(metric="loss", mode="min", space=line, output_warp="none")
     assert told.optimizer.settings.output_warp == "none"
+
+
+def test_numbers_written_as_1e_minus_3_are_numbers_in_a_study_file(tmp_path):
+    """PyYAML reads YAML 1.1, where 1e-3 (no dot) is the string '1e-3'; a study file takes it
+    as the number users mean, in the space and the optimizer section alike."""
+    path = tmp_path / "study.yaml"
+    path.write_text("study: s\ntrainable: logreg\n"
+                    "space: {lr: {type: float, low: 1e-6, high: 1, log: true}}\n"
+                    "optimizer: {noise_floor: 1e-3, lengthscale: 2E-1}\n")
+    cfg = load_study(path)
+    assert cfg.space["lr"]["low"] == 1e-6
+    assert (cfg.settings.noise_floor, cfg.settings.lengthscale) == (1e-3, 0.2)

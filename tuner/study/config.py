@@ -86,12 +86,21 @@ def optimizer_settings(data: Any) -> Settings:
     return s
 
 
+class _Loader(yaml.SafeLoader):
+    """YAML 1.1 as PyYAML reads it, but 1e-3 is a number (YAML 1.2), not the string '1e-3'."""
+
+
+_Loader.add_implicit_resolver("tag:yaml.org,2002:float",
+                              re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
+                              list("-+0123456789"))
+
+
 def read_yaml(path: str | Path) -> dict[str, Any]:
     p = Path(path)
     if not p.exists():
         raise ConfigError(f"config file {str(p)!r} does not exist")
     try:
-        data = yaml.safe_load(p.read_text())
+        data = yaml.load(p.read_text(), Loader=_Loader)
     except yaml.YAMLError as exc:
         raise ConfigError(f"{p}: not valid YAML: {exc}") from exc
     if not isinstance(data, Mapping):
