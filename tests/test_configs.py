@@ -39,7 +39,7 @@ def test_a_study_warps_its_results_by_rank_unless_its_config_says_otherwise():
     assert (Settings().output_warp, Settings().kernel, Settings().noise_floor) == ("none", "se", 1e-6)
     line = {"x": {"type": "float", "low": 0, "high": 1}}
     searched = TunerSearch(metric="loss", mode="min", space=line).optimizer.settings
-    assert (searched.output_warp, searched.kernel) == ("copula", "matern52")
+    assert (searched.output_warp, searched.kernel, searched.noise_floor) == ("copula", "matern52", 1e-3)
     told = TunerSearch(metric="loss", mode="min", space=line, output_warp="none")
     assert told.optimizer.settings.output_warp == "none"
 
