@@ -34,7 +34,7 @@ from tuner.loop.simulator import OBJECTIVE
 from tuner.loop.stopping import ASHA, CurveRule, Fidelity, PaceBudget
 from tuner.study.config import STUDY_OPTIMIZER_DEFAULTS
 
-from .peers import Adapter, OptunaAdapter, Suggestion, syne_tune_space
+from .peers import STUDY_2026_11_26, Adapter, OptunaAdapter, Suggestion, syne_tune_space
 
 OURS = ("tuner", "tuner-asha", "tuner-curve", "tuner-copula", "tuner-copula-matern", "tuner-study")
 PEERS = ("random-topk", "ray-asha-random", "ray-asha-tpe", "optuna-tpe-hyperband",
@@ -223,7 +223,7 @@ def make(method: str, problem: Any, seed: int) -> tuple[Any, list[Any]]:
         if method == "tuner-copula":
             extra["output_warp"] = "copula"
         elif method == "tuner-copula-matern":         # a study's defaults of 2026-11-26
-            extra.update(output_warp="copula", kernel="matern52")
+            extra.update(STUDY_2026_11_26)
         elif method == "tuner-study":                 # a study's defaults
             extra.update(STUDY_OPTIMIZER_DEFAULTS)
         opt = Optimizer(problem.space, seed=seed, objective_bounds=(0.0, 1.0), **extra)

@@ -31,7 +31,8 @@ from .problems import Problem
 PAPER = dict(PAPER_EXACT)
 DEFAULT = {k: getattr(Settings(), k) for k in (*PAPER_EXACT, "censor_noise")}
 STUDY = {**DEFAULT, **STUDY_OPTIMIZER_DEFAULTS}      # what a study (tuner run, TunerSearch) runs
-COPULA_MATERN = {**DEFAULT, "output_warp": "copula", "kernel": "matern52"}   # the study's, 2026-11-26
+STUDY_2026_11_26 = {"output_warp": "copula", "kernel": "matern52"}   # a study's defaults, 2026-11-26
+COPULA_MATERN = {**DEFAULT, **STUDY_2026_11_26}
 COMBO = {**PAPER, "censoring": "soft", "n_initial": "auto", "lengthscale_prior": True,
          "constraint_handler": "pof"}
 PROJECT: dict[str, dict[str, Any]] = {

@@ -48,13 +48,12 @@ import numpy as np  # noqa: E402
 
 from benchmarks.build_tables import grid_configs  # noqa: E402
 from benchmarks.metrics import mean_se  # noqa: E402
+from benchmarks.peers import STUDY_2026_11_26 as COPULA_MATERN  # noqa: E402
 from tuner import PAPER_EXACT, Optimizer  # noqa: E402
 from tuner.core.optimizer import Suggestion  # noqa: E402
 from tuner.core.space import SearchSpace  # noqa: E402
 from tuner.loop.simulator import SimClock  # noqa: E402
 from tuner.study.config import STUDY_OPTIMIZER_DEFAULTS  # noqa: E402
-
-COPULA_MATERN = {"output_warp": "copula", "kernel": "matern52"}   # a study's defaults, 2026-11-26
 
 TABLES = Path(__file__).resolve().parents[2] / "benchmarks" / "tables"
 DATASETS = ("breast_cancer", "digits")

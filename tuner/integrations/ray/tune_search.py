@@ -226,8 +226,8 @@ class TunerSearch(Searcher):
             docstring).  Without max_t it is inferred from the results.
         **optimizer_settings: any other ``tuner.core.settings.Settings`` field, plus ``clock``
             (a function returning the time in seconds; ``time.time`` by default).  As in a
-            study, ``output_warp`` defaults to ``copula`` and ``kernel`` to ``matern52``
-            (``tuner.study.config.STUDY_OPTIMIZER_DEFAULTS``).
+            study, ``output_warp`` defaults to ``copula``, ``kernel`` to ``matern52`` and
+            ``noise_floor`` to 1e-3 (``tuner.study.config.STUDY_OPTIMIZER_DEFAULTS``).
 
     Example::
 
