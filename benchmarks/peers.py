@@ -124,6 +124,9 @@ ABLATION: dict[str, dict[str, Any]] = {
     "default-copula-matern-by2": {**COPULA_MATERN, "b_y": 2.0},
     # with a floor on the objective GP's noise: a study's defaults since 2026-11-27
     "default-copula-matern-floor": STUDY,
+    # Thompson sampling on a study's defaults, and without the rank warp
+    "study-ts": {**STUDY, "algorithm": "gp-ts-sdf"},
+    "study-ts-nowarp": {**STUDY, "algorithm": "gp-ts-sdf", "output_warp": "none"},
 }
 PEERS = ("optuna-tpe", "optuna-gp", "syne-botorch")
 METHODS = (*PROJECT, *PEERS)

@@ -44,6 +44,31 @@ def test_a_study_warps_its_results_by_rank_unless_its_config_says_otherwise():
     assert told.optimizer.settings.output_warp == "none"
 
 
+def test_thompson_sampling_with_a_context_starts_without_the_rank_warp():
+    """The one study default that depends on the study: TS with a context (docs/contextual.md
+    "Thompson sampling and the rank warp"); UCB with a context and TS without one keep the warp,
+    and a config or TunerSearch argument that names the setting wins."""
+    from tuner.integrations.ray.tune_search import TunerSearch
+
+    base = {"study": "ts", "trainable": "logreg",
+            "space": {"C": {"type": "float", "low": 0.01, "high": 10.0}}}
+    ts = {"optimizer": {"algorithm": "gp-ts-sdf"}}
+    assert load_study({**base, **ts, "context": {"rows": 100}}).settings.output_warp == "none"
+    assert load_study({**base, **ts}).settings.output_warp == "copula"
+    assert load_study({**base, "context": {"rows": 100}}).settings.output_warp == "copula"
+    told = {"optimizer": {"algorithm": "gp-ts-sdf", "output_warp": "copula"}}
+    assert load_study({**base, **told, "context": {"rows": 100}}).settings.output_warp == "copula"
+    other = load_study({**base, **ts, "context": {"rows": 100}}).settings
+    assert (other.kernel, other.noise_floor) == ("matern52", 1e-3)
+    line = {"x": {"type": "float", "low": 0, "high": 1}}
+    searched = TunerSearch(metric="loss", mode="min", space=line, algorithm="gp-ts-sdf",
+                           context_space={"rows": {"type": "float", "low": 1, "high": 1000}},
+                           context={"rows": 100})
+    assert searched.optimizer.settings.output_warp == "none"
+    assert TunerSearch(metric="loss", mode="min", space=line,
+                       algorithm="gp-ts-sdf").optimizer.settings.output_warp == "copula"
+
+
 def test_numbers_written_as_1e_minus_3_are_numbers_in_a_study_file(tmp_path):
     """PyYAML reads YAML 1.1, where 1e-3 (no dot) is the string '1e-3'; a study file takes it
     as the number users mean, in the space and the optimizer section alike."""

@@ -178,22 +178,39 @@ def test_a_learning_curve_the_tracker_has_not_logged_survives_a_crash(tmp_path):
     assert [p["step"] for p in record.curve] == [1, 2, 3]
     assert record.curve[-1]["metrics"]["accuracy"] == 0.8
 
+def resumed_after_an_upgrade(before, today, clock):
+    """A study saved with ``before``'s config after one finished trial, resumed with ``today``'s:
+    (the optimizer, the runner, what it said)."""
+    import io
+
+    from tuner.study.callbacks import SaveState
+    from tuner.study.progress import Progress
+    from tuner.study.runner import StudyRunner
+    from tuner.study.study import Session, Study
+
+    before.directory.mkdir(parents=True)
+    opt = Optimizer(before.space, before.settings, clock=clock, context_space=before.context_space)
+    tid = opt.suggest(context=before.context).trial_id
+    opt.started(tid, 0.0)
+    opt.tell(tid, 0.8, {"runtime": 1.0})
+    SaveState(Study(before, opt, Session(), clock, 0.0), StudyStateFile(before.directory / "state.json")).save()
+    out = io.StringIO()
+    runner = StudyRunner(today, executor=None, make_tracker=None, resume=True, clock=clock,
+                         progress=Progress(stream=out))
+    return (*runner._prepare()[:1], runner, out)
+
 
 def test_resume_after_an_upgrade_that_changed_a_default_keeps_the_studys_settings(tmp_path):
     """A default that changed since the study started (the user set neither value) does not
     stop --resume: the study goes on with the settings it started with, and says so; a setting
     the user changed still does, and the error names it."""
     import dataclasses
-    import io
 
     import pytest
 
     from tuner.core.settings import Settings
-    from tuner.study.callbacks import SaveState
     from tuner.study.config import ConfigError, load_study
-    from tuner.study.progress import Progress
     from tuner.study.runner import StudyRunner
-    from tuner.study.study import Session, Study
 
     def config(**optimizer):
         return load_study({"study": "upgraded", "trainable": "logreg", "output": str(tmp_path),
@@ -204,18 +221,8 @@ def test_resume_after_an_upgrade_that_changed_a_default_keeps_the_studys_setting
     today = config()
     old_default = today.settings.fit_max_points * 2          # what an earlier version had
     before = dataclasses.replace(today, settings=Settings(fit_max_points=old_default))
-    before.directory.mkdir(parents=True)
     clock = Clock()
-    opt = Optimizer(before.space, before.settings, clock=clock)
-    tid = opt.suggest().trial_id
-    opt.started(tid, 0.0)
-    opt.tell(tid, 0.8, {"runtime": 1.0})
-    SaveState(Study(before, opt, Session(), clock, 0.0), StudyStateFile(before.directory / "state.json")).save()
-
-    out = io.StringIO()
-    runner = StudyRunner(today, executor=None, make_tracker=None, resume=True, clock=clock,
-                         progress=Progress(stream=out))
-    optimizer, _ = runner._prepare()
+    optimizer, runner, out = resumed_after_an_upgrade(before, today, clock)
     assert optimizer.settings.fit_max_points == old_default
     assert runner.cfg.settings.fit_max_points == old_default   # what is saved and logged from now
     assert (f"keeps the settings it started with: optimizer.fit_max_points = {old_default} "
@@ -224,3 +231,25 @@ def test_resume_after_an_upgrade_that_changed_a_default_keeps_the_studys_setting
     asked = config(fit_max_points=300)
     with pytest.raises(ConfigError, match=r"the config changed \['optimizer: fit_max_points'\]"):
         StudyRunner(asked, executor=None, make_tracker=None, resume=True, clock=clock)._prepare()
+
+
+def test_a_thompson_study_with_a_context_started_with_the_rank_warp_resumes_with_it(tmp_path):
+    """Since 2026-11-27 TS with a context starts without the rank warp; a study of that kind
+    saved before resumes with the warp it started with, and says so."""
+    import dataclasses
+
+    from tuner.core.settings import Settings
+    from tuner.study.config import load_study
+
+    today = load_study({"study": "ts-context", "trainable": "logreg", "output": str(tmp_path),
+                        "space": {"C": {"type": "float", "low": 0.01, "high": 10.0}},
+                        "objective": {"metric": "accuracy", "mode": "max"},
+                        "optimizer": {"algorithm": "gp-ts-sdf"}, "context": {"rows": 100},
+                        "context_space": {"rows": {"type": "float", "low": 10, "high": 1000}}})
+    assert today.settings.output_warp == "none"
+    before = dataclasses.replace(today, settings=Settings.from_dict(
+        {**today.settings.to_dict(), "output_warp": "copula"}))
+    optimizer, _, out = resumed_after_an_upgrade(before, today, Clock())
+    assert optimizer.settings.output_warp == "copula"
+    assert ('keeps the settings it started with: optimizer.output_warp = "copula" '
+            '(the default is now "none")') in out.getvalue()

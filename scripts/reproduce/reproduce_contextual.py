@@ -25,6 +25,8 @@ Methods (paper-exact settings, ``tuner.PAPER_EXACT``, m = 6, nu_t over the windo
   cgp-ei-level(-mean), gp-ei-sdf  log EI on the censored GP (``algorithm: gp-ei-sdf``)
   cgp-ucb-level-mean-copula, gp-ucb-sdf-copula  the results warped by rank (``output_warp: copula``)
   cgp-ucb-level-mean-copula-matern, gp-ucb-sdf-copula-matern  and ``kernel: matern52``
+  ...-copula-matern-floor     a study's defaults (and ``noise_floor: 1e-3``)
+  ...-study-nowarp            a study's defaults without the rank warp (``output_warp: none``)
 Candidate sets are cut to 256 Sobol points + 32 local ones for every method (the same code
 paths; Thompson draws on 1 152 candidates at n = 600 would take a minute per run).
 
@@ -64,6 +66,7 @@ def table_path(dataset: str) -> Path:
 
 
 N_SUBSETS, PER_TASK, DELAY_MEAN, WINDOW = 20, 30, 3.0, 6
+NO_WARP = {**STUDY_OPTIMIZER_DEFAULTS, "output_warp": "none"}
 METHODS = {"cgp-ucb-sdf": ("gp-ucb-sdf", "context"), "gp-ucb-sdf": ("gp-ucb-sdf", "ignore"),
            "restart-ucb": ("gp-ucb-sdf", "restart"), "cgp-ts-sdf": ("gp-ts-sdf", "context"),
            "gp-ts-sdf": ("gp-ts-sdf", "ignore"), "restart-ts": ("gp-ts-sdf", "restart"),
@@ -98,7 +101,13 @@ METHODS = {"cgp-ucb-sdf": ("gp-ucb-sdf", "context"), "gp-ucb-sdf": ("gp-ucb-sdf"
            "gp-ucb-sdf-copula-matern-floor": ("gp-ucb-sdf", "ignore", STUDY_OPTIMIZER_DEFAULTS),
            "cgp-ts-level-mean-copula-matern-floor": ("gp-ts-sdf", "context-level-mean",
                                                      STUDY_OPTIMIZER_DEFAULTS),
-           "gp-ts-sdf-copula-matern-floor": ("gp-ts-sdf", "ignore", STUDY_OPTIMIZER_DEFAULTS)}
+           "gp-ts-sdf-copula-matern-floor": ("gp-ts-sdf", "ignore", STUDY_OPTIMIZER_DEFAULTS),
+           # a study's defaults without the rank warp (Matern and the noise floor kept)
+           **{f"{name}-study-nowarp": (algorithm, kind, NO_WARP)
+              for name, algorithm, kind in (("cgp-ucb-level-mean", "gp-ucb-sdf", "context-level-mean"),
+                                            ("gp-ucb-sdf", "gp-ucb-sdf", "ignore"),
+                                            ("cgp-ts-level-mean", "gp-ts-sdf", "context-level-mean"),
+                                            ("gp-ts-sdf", "gp-ts-sdf", "ignore"))}}
 PAPER_METHODS = [m for m in METHODS if not m.startswith("optuna") and "shared" not in m
                  and "level" not in m]
 SETTINGS = {**PAPER_EXACT, "window": float(WINDOW), "nu_terms": "window", "beta": 1.0,

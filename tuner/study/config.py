@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 import yaml
 
 from tuner.core import fields
+from tuner.core.algorithms import ALGORITHMS
 from tuner.core.fields import Field
 from tuner.loop.stopping import Fidelity
 
@@ -58,6 +59,18 @@ def check_section(section: str, data: Any, schema: Mapping[str, Field]) -> dict[
 # the rank warp"); smooth test functions keep the Optimizer's own defaults.
 STUDY_OPTIMIZER_DEFAULTS: dict[str, Any] = {"output_warp": "copula", "kernel": "matern52",
                                             "noise_floor": 1e-3}
+
+
+def study_optimizer_defaults(algorithm: Any = None, context: bool = False) -> dict[str, Any]:
+    """``STUDY_OPTIMIZER_DEFAULTS`` for a study with this ``algorithm`` (None: the default),
+    with or without a ``context``: Thompson sampling with a context starts without the rank
+    warp, which spreads the pooled contexts' near-tied top scores and makes its draws wander
+    (docs/contextual.md "Thompson sampling and the rank warp")."""
+    defaults = dict(STUDY_OPTIMIZER_DEFAULTS)
+    key = str(algorithm).lower().replace("_", "-")
+    if context and key in ALGORITHMS and ALGORITHMS[key].estimate == "ts":
+        defaults["output_warp"] = "none"
+    return defaults
 
 
 def optimizer_settings(data: Any) -> Settings:
@@ -394,7 +407,9 @@ def load_study(source: str | Path | Mapping[str, Any],
                                           {**OBJECTIVE_SCHEMA, "metric": Field((str,), trainable.objective)}))
     budget = _budget_section(top["budget"]) if top["budget"] else None
     run = _run_section(top["run"])
-    opt = {**STUDY_OPTIMIZER_DEFAULTS, **(top["optimizer"] or {})}
+    asked = top["optimizer"] or {}
+    opt = {**study_optimizer_defaults(asked.get("algorithm") if isinstance(asked, Mapping) else None,
+                                      top["context"] is not None), **asked}
     for key, section in (("mode", "objective.mode"), ("objective_bounds", "objective.bounds")):
         if key in opt:
             raise ConfigError(f"optimizer.{key}: set it as {section}")

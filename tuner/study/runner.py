@@ -43,7 +43,7 @@ from tuner.loop.loop import FailFast, Limits, StopOnSignal, StudyFailed, StudyLo
 from .budget import (NothingFitsWarning, budget_text, measure_budget, reference_config,
                      replay_stopping, stopping_rules)
 from .callbacks import CURVES_CSV, Curves, SaveState, ShowProgress, TrialTable, read_curves
-from .config import STUDY_OPTIMIZER_DEFAULTS, ConfigError, StudyConfig
+from .config import ConfigError, StudyConfig, study_optimizer_defaults
 from .executor import Executor
 from .progress import Progress
 from .report import StudyResult, banner, finish
@@ -66,11 +66,11 @@ def _differing(saved: dict[str, Any], now: dict[str, Any]) -> list[str]:
     return [k for k in set(saved) | set(now) if _text(saved.get(k)) != _text(now.get(k))]
 
 
-def at_defaults(keys: list[str], now: dict[str, Any]) -> bool:
-    """Every one of these optimizer settings is at today's study default: a resumed study whose saved
-    settings differ only there differs because a default changed since it started, not because
-    the user asked for it."""
-    defaults = {**Settings().to_dict(), **STUDY_OPTIMIZER_DEFAULTS}
+def at_defaults(keys: list[str], now: dict[str, Any], context: bool = False) -> bool:
+    """Every one of these optimizer settings is at today's study default (with or without a
+    ``context``): a resumed study whose saved settings differ only there differs because a
+    default changed since it started, not because the user asked for it."""
+    defaults = {**Settings().to_dict(), **study_optimizer_defaults(now.get("algorithm"), context)}
     return all(k in defaults and _text(now.get(k)) == _text(defaults[k]) for k in keys)
 
 
@@ -192,11 +192,12 @@ class StudyRunner:
         kept: list[str] = []
         if "optimizer" in changed:
             diff = sorted(_differing(state["config"]["optimizer"] or {}, new["optimizer"]))
-            if at_defaults(diff, new["optimizer"]):
+            with_context = cfg.context is not None
+            if at_defaults(diff, new["optimizer"], with_context):
                 kept = diff
                 changed.remove("optimizer")
             else:     # name what the user changed, not a default that moved since
-                asked = [k for k in diff if not at_defaults([k], new["optimizer"])]
+                asked = [k for k in diff if not at_defaults([k], new["optimizer"], with_context)]
                 changed[changed.index("optimizer")] = "optimizer: " + ", ".join(asked)
         if changed:
             raise ConfigError(f"--resume: the config changed {changed} since the study started; "

@@ -90,7 +90,7 @@ from tuner.core.settings import Settings
 from tuner.core.persist import envelope, opened, write_atomic
 from tuner.core.space import SearchSpace, SpaceError, check_value
 from tuner.core.trial import Status
-from tuner.study.config import STUDY_OPTIMIZER_DEFAULTS
+from tuner.study.config import study_optimizer_defaults
 from .tune_space import from_tune
 
 logger = logging.getLogger(__name__)
@@ -226,8 +226,9 @@ class TunerSearch(Searcher):
             docstring).  Without max_t it is inferred from the results.
         **optimizer_settings: any other ``tuner.core.settings.Settings`` field, plus ``clock``
             (a function returning the time in seconds; ``time.time`` by default).  As in a
-            study, ``output_warp`` defaults to ``copula``, ``kernel`` to ``matern52`` and
-            ``noise_floor`` to 1e-3 (``tuner.study.config.STUDY_OPTIMIZER_DEFAULTS``).
+            study, ``output_warp`` defaults to ``copula`` (``none`` for Thompson sampling with a
+            context), ``kernel`` to ``matern52`` and ``noise_floor`` to 1e-3
+            (``tuner.study.config.study_optimizer_defaults``).
 
     Example::
 
@@ -261,7 +262,8 @@ class TunerSearch(Searcher):
             objective_bounds = [float(objective_bounds[0]), float(objective_bounds[1])]
         self._settings: dict[str, Any] = {"algorithm": algorithm,
                                           "objective_bounds": objective_bounds,
-                                          "seed": int(seed), **STUDY_OPTIMIZER_DEFAULTS,
+                                          "seed": int(seed),
+                                          **study_optimizer_defaults(algorithm, context is not None),
                                           **optimizer_settings}
         if "mode" in self._settings:
             raise ValueError("pass mode as TunerSearch(mode=...), not as an optimizer setting")
