@@ -133,6 +133,29 @@ def test_with_no_trial_within_the_budget_the_best_one_over_it_is_shown(ray_sessi
     assert "best - (" in printed and "over budget, trial" in printed    # the progress line too
 
 
+def test_a_cpu_time_budget_is_measured_in_the_worker_and_ignores_waiting(ray_session, tmp_path):
+    """``budget.metric: cpu_time``: the reference run and every trial are measured in CPU
+    seconds of the worker process. The synthetic trainable sleeps (wall time, no CPU), so its
+    CPU time is a small part of its run time, and the limit is measured in it too."""
+    cfg = load_study(study(tmp_path, study="cpu", budget={"limit": "3x", "metric": "cpu_time"},
+                           trainable_options={"time_scale": 0.3, "cv": 0.1},
+                           run={"trials": 4, "max_concurrent": 2}))
+    result, printed = run_quietly(cfg)
+    opt = result.optimizer
+    state = json.loads((result.directory / "state.json").read_text())
+    budget = state["config"]["budget"]
+    assert budget["metric"] == "cpu_time" and budget["seconds"] == pytest.approx(3 * budget["reference_seconds"])
+    finished = [tr for tr in opt.trials if tr.status == Status.FINISHED]
+    assert len(finished) == 4
+    for tr in finished:
+        assert 0 < tr.metrics["cpu_time"] < 0.5 * tr.metrics["runtime"]   # asleep most of it
+    assert budget["reference_seconds"] < 0.5 * min(tr.metrics["runtime"] for tr in finished)
+    assert f"budget: cpu_time <= 3 x {budget['reference_seconds']:.3g} s" in printed
+    _, children = child_runs(cfg.mlflow.tracking_uri, "cpu")
+    assert all(c.data.metrics["cpu_time"] > 0 for c in children)
+    assert "cpu_time" in (result.directory / "trials.csv").read_text().splitlines()[0]
+
+
 def test_cli_exits_non_zero_with_a_diagnosis_when_no_trial_finishes(tmp_path):
     cfg = study(tmp_path, study="hopeless", trainable_options={"time_scale": 4.0, "cv": 0.1},
                 budget={"limit": 0.2, "stop_margin": 0.5}, run={"trials": 2, "max_concurrent": 2})
@@ -262,7 +285,9 @@ def test_a_two_node_cluster_runs_trials_on_both_nodes(tmp_path, two_nodes):
                                                           "['warmup'] or a mapping"),
     ({"budget": {"limit": "2x", "reference": {"x": 0.5}}}, "budget.reference: config of trainable "
                                                            "'synthetic' must have exactly"),
-    ({"budget": {"limit": 1, "metric": "memory"}}, "budget.metric: must be one of ['runtime', 'train_time']"),
+    ({"budget": {"limit": 1, "metric": "memory"}}, "budget.metric: must be one of ['runtime', 'cpu_time', 'train_time']"),
+    ({"budget": {"limit": 1, "metric": "cpu_time", "stop_margin": 1.0}},
+     "budget.stop_margin: needs budget.metric: runtime"),
     ({"objective": {"mode": "maximize"}}, "objective.mode: must be one of ['max', 'min']"),
     ({"optimizer": {"algorithm": "tpe"}}, "optimizer.algorithm: must be one of ['asy-ts',"),
     ({"optimizer": {"mode": "min"}}, "optimizer.mode: set it as objective.mode"),

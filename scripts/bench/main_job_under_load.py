@@ -5,8 +5,11 @@ priority, started and stopped here by PID), run `tuner run` in a fresh folder (i
 own `mlflow.db`) and record: the time to the first line, each start-up step as the run printed
 it, when its banner came, the study's own time, the whole command's time, and how many trials finished.  The tests
 run a 6-trial version of this (`tests/test_busy_machine.py`); this is the full 30-trial one.
+With ``--after-budget`` the burners start only once the budget is measured (the load changes
+mid-study); each row also records the best score within the budget and the trials over it.
 
     python scripts/bench/main_job_under_load.py --burners 0 2 --out docs/results/main_job
+    python scripts/bench/main_job_under_load.py --burners 2 --after-budget --seeds 0 1 2 -- configs/cnn.yaml
 """
 
 from __future__ import annotations
@@ -23,7 +26,8 @@ from pathlib import Path
 # A start-up step prints "<what> ..." and later "  done in X s" (other output may come between).
 STEPS = {"ray": "starting Ray", "warm_up": "warming up", "reference": "reference run for the budget"}
 LINES = {"mlflow": r"^MLflow .*ready in ([0-9.]+) s", "budget": r"^budget: .* = ([0-9.]+) s",
-         "study": r"workers busy \d+% of ([0-9.]+) s", "finished": r"^(\d+) finished, "}
+         "study": r"workers busy \d+% of ([0-9.]+) s", "finished": r"^(\d+) finished, ",
+         "over_budget": r"^\d+ finished, .* (\d+) over budget", "best": r"^best: trial \d+, \w+ ([-0-9.e]+)"}
 
 
 def step_seconds(lines: list[str], start: str) -> float | None:
@@ -37,9 +41,13 @@ def step_seconds(lines: list[str], start: str) -> float | None:
     return None
 
 
-def run_once(burners: int, extra: list[str]) -> dict:
-    """One `tuner run` with ``burners`` CPU-burning processes beside it."""
-    procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(burners)]
+def run_once(burners: int, extra: list[str], after_budget: bool = False) -> dict:
+    """One `tuner run` with ``burners`` CPU-burning processes beside it (from the start, or from
+    when the budget line is printed)."""
+    def burn() -> list[subprocess.Popen]:
+        return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(burners)]
+
+    procs = [] if after_budget else burn()
     try:
         with tempfile.TemporaryDirectory(prefix="main-job-") as d:
             t0 = time.perf_counter()
@@ -49,6 +57,8 @@ def run_once(burners: int, extra: list[str]) -> dict:
             for line in p.stdout:
                 if first is None and line.startswith("study "):
                     first = time.perf_counter() - t0
+                if after_budget and not procs and line.startswith("budget: "):
+                    procs = burn()
                 lines.append(line.rstrip("\n"))
             rc = p.wait()
             total = time.perf_counter() - t0
@@ -56,7 +66,7 @@ def run_once(burners: int, extra: list[str]) -> dict:
         for b in procs:
             b.kill()
             b.wait()
-    row = {"burners": burners, "exit_code": rc, "total_s": round(total, 1),
+    row = {"burners": burners, "after_budget": after_budget, "args": extra, "exit_code": rc, "total_s": round(total, 1),
            "first_line_s": round(first or 0.0, 1)}
     for key, start in STEPS.items():
         row[key] = step_seconds(lines, start)
@@ -71,21 +81,27 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--burners", type=int, nargs="+", default=[0, 2])
     ap.add_argument("--out", type=Path, help="write rows.json and table.md here")
+    ap.add_argument("--after-budget", action="store_true",
+                    help="start the burners once the budget is measured, not before the run")
+    ap.add_argument("--seeds", type=int, nargs="*", default=[None], help="a run per seed (--seed)")
     ap.add_argument("args", nargs="*", help="extra `tuner run` arguments (after --)")
     a = ap.parse_args()
     rows = []
     for n in a.burners:
-        row = run_once(n, a.args)
-        rows.append(row)
+        for seed in a.seeds:
+            row = run_once(n, a.args + ([] if seed is None else ["--seed", str(seed)]), a.after_budget)
+            rows.append(row)
         print(json.dumps({k: v for k, v in row.items() if k != "lines"}), flush=True)
     table = ["| other CPU-bound processes | whole command | banner | Ray | warm-up | reference run "
-             "| MLflow (alongside) | budget | study | finished | exit |", "|" + "---|" * 11]
+             "| MLflow (alongside) | budget | study | finished | over budget | best within it | exit |",
+             "|" + "---|" * 13]
     for r in rows:
         cell = lambda v, u=" s": "-" if v is None else f"{v:g}{u}"  # noqa: E731
         table.append(f"| {r['burners']} | {r['total_s']:g} s | {cell(r['first_line_s'])} | "
                      f"{cell(r['ray'])} | {cell(r['warm_up'])} | {cell(r['reference'])} | "
                      f"{cell(r['mlflow'])} | {cell(r['budget'])} | {cell(r['study'])} | "
-                     f"{cell(r['finished'], '/30')} | {r['exit_code']} |")
+                     f"{cell(r['finished'], '/30')} | {cell(r['over_budget'], '')} | "
+                     f"{cell(r['best'], '')} | {r['exit_code']} |")
     print("\n".join(table))
     if a.out:
         a.out.mkdir(parents=True, exist_ok=True)

@@ -15,7 +15,7 @@ from tuner.core.curves import CurveModel
 from tuner.core.optimizer import Optimizer
 from tuner.loop.stopping import ASHA, CurveRule, PaceBudget, StoppingRule
 
-from .config import Budget, ConfigError, StudyConfig
+from .config import MEASURED, Budget, ConfigError, StudyConfig
 from .executor import Executor, RunFailed, TrainableFailed
 from .progress import Progress
 from .study import Study
@@ -47,8 +47,8 @@ def measure_budget(cfg: StudyConfig, executor: Executor, progress: Progress) -> 
         try:
             for out in executor.reference_runs(config, seeds):
                 _check_reference(cfg, config, out)
-                if b.metric == "runtime":
-                    values.append(out["metrics"].get("runtime", out["runtime"]))
+                if b.metric in MEASURED:       # measured in the worker, like every trial's
+                    values.append(out["metrics"].get(b.metric, out[b.metric]))
                 elif b.metric in out["metrics"]:
                     values.append(out["metrics"][b.metric])
                 else:

@@ -123,7 +123,8 @@ def read_yaml(path: str | Path) -> dict[str, Any]:
 
 # --- `tuner run`: a real study on Ray ------------------------------------------------------------
 
-BUDGET_METRICS = ("runtime", "train_time")
+MEASURED = ("runtime", "cpu_time")       # measured in the worker around the training function
+BUDGET_METRICS = (*MEASURED, "train_time")
 TORCH_TRAINABLES = ("cnn", "logreg")     # the built-ins of the ``models`` extra
 
 OBJECTIVE_SCHEMA = {
@@ -536,6 +537,10 @@ def _budget_section(data: Any) -> Budget:
     if isinstance(ref, str) and ref not in REFERENCES:
         raise ConfigError(f"budget.reference: must be one of {list(REFERENCES)} or a mapping of "
                           f"hyperparameters (got {ref!r})")
+    if budget["stop_margin"] is not None and budget["metric"] != "runtime":
+        raise ConfigError(f"budget.stop_margin: needs budget.metric: runtime (a run is stopped "
+                          f"by the wall time it has run; its {budget['metric']} is known only "
+                          "when it ends); drop stop_margin or use metric: runtime")
     return Budget(limit=f"{number:g}x" if relative else number, reference=ref,
                   metric=budget["metric"], stop_margin=budget["stop_margin"],
                   pace_margin=budget["pace_margin"], relative=relative,

@@ -113,7 +113,8 @@ def finish(study: Study, table: TrialTable, tracker: Tracker, progress: Progress
         unlogged = tracker.finish(status)
     study.session.run_id = tracker.run_id or study.session.run_id   # real id once known
     save()
-    cols = ["trial", "status", key, "runtime", "over_budget", *cfg.space]
+    used = [cfg.budget.metric] if cfg.budget and cfg.budget.metric != "runtime" else []
+    cols = ["trial", "status", key, "runtime", *used, "over_budget", *cfg.space]
     if top:
         progress.message("\n" + summary_table(top, cols))
     others = not_finished(rows, limit=10)

@@ -113,7 +113,7 @@ class Study:
         tr, where = self.optimizer.trials[tid], self.session.where.get(tid, {})
         return {"trial": tid, "status": str(tr.status), self.metric: tr.value,
                 "runtime": tr.metrics.get("runtime"), "over_budget": int(self.over_budget(tid)),
-                "train_time": tr.metrics.get("train_time"),
+                "train_time": tr.metrics.get("train_time"), "cpu_time": tr.metrics.get("cpu_time"),
                 "pending_at_suggest": tr.pending_at_suggest, "start": tr.start_time,
                 "finish": tr.finish_time, "node": where.get("node"), "reason": tr.reason,
                 **self._progress_column(tr), **tr.config}
