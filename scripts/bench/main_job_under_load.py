@@ -27,7 +27,7 @@ from pathlib import Path
 STEPS = {"ray": "starting Ray", "warm_up": "warming up", "reference": "reference run for the budget"}
 LINES = {"mlflow": r"^MLflow .*ready in ([0-9.]+) s", "budget": r"^budget: .* = ([0-9.]+) s",
          "study": r"workers busy \d+% of ([0-9.]+) s", "finished": r"^(\d+) finished, ",
-         "over_budget": r"^\d+ finished, .* (\d+) over budget", "best": r"^best: trial \d+, \w+ ([-0-9.e]+)"}
+         "over_budget": r"^\d+ finished, .* (\d+) over budget", "best": r"^best: trial \d+, \w+ ([-0-9.e]+), (?!OVER BUDGET)"}   # within the budget
 
 
 def step_seconds(lines: list[str], start: str) -> float | None:
@@ -66,14 +66,18 @@ def run_once(burners: int, extra: list[str], after_budget: bool = False) -> dict
         for b in procs:
             b.kill()
             b.wait()
-    row = {"burners": burners, "after_budget": after_budget, "args": extra, "exit_code": rc, "total_s": round(total, 1),
-           "first_line_s": round(first or 0.0, 1)}
+    return read_lines({"burners": burners, "after_budget": after_budget, "args": extra, "exit_code": rc,
+                       "total_s": round(total, 1), "first_line_s": round(first or 0.0, 1), "lines": lines})
+
+
+def read_lines(row: dict) -> dict:
+    """``row`` with the start-up steps and the summary read from the run's printed ``lines``."""
+    lines = row["lines"]
     for key, start in STEPS.items():
         row[key] = step_seconds(lines, start)
     for key, pattern in LINES.items():
         m = next((re.search(pattern, ln) for ln in lines if re.search(pattern, ln)), None)
         row[key] = float(m.group(1)) if m else None
-    row["lines"] = lines
     return row
 
 
@@ -84,14 +88,24 @@ def main() -> None:
     ap.add_argument("--after-budget", action="store_true",
                     help="start the burners once the budget is measured, not before the run")
     ap.add_argument("--seeds", type=int, nargs="*", default=[None], help="a run per seed (--seed)")
+    ap.add_argument("--rows", type=Path, help="no runs: the table again from this rows.json")
     ap.add_argument("args", nargs="*", help="extra `tuner run` arguments (after --)")
     a = ap.parse_args()
+    if a.rows:
+        rows = [read_lines(r) for r in json.loads(a.rows.read_text())]
+        return write(rows, a.out or a.rows.parent)
+    a.args = [str(Path(x).resolve()) if Path(x).is_file() else x for x in a.args]   # run elsewhere
     rows = []
     for n in a.burners:
         for seed in a.seeds:
             row = run_once(n, a.args + ([] if seed is None else ["--seed", str(seed)]), a.after_budget)
             rows.append(row)
-        print(json.dumps({k: v for k, v in row.items() if k != "lines"}), flush=True)
+            print(json.dumps({k: v for k, v in row.items() if k != "lines"}), flush=True)
+    write(rows, a.out)
+
+
+def write(rows: list[dict], out: Path | None) -> None:
+    """The table (printed), and with ``out`` rows.json and table.md there."""
     table = ["| other CPU-bound processes | whole command | banner | Ray | warm-up | reference run "
              "| MLflow (alongside) | budget | study | finished | over budget | best within it | exit |",
              "|" + "---|" * 13]
@@ -103,10 +117,10 @@ def main() -> None:
                      f"{cell(r['finished'], '/30')} | {cell(r['over_budget'], '')} | "
                      f"{cell(r['best'], '')} | {r['exit_code']} |")
     print("\n".join(table))
-    if a.out:
-        a.out.mkdir(parents=True, exist_ok=True)
-        (a.out / "rows.json").write_text(json.dumps(rows, indent=1))
-        (a.out / "table.md").write_text("\n".join(table) + "\n")
+    if out:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "rows.json").write_text(json.dumps(rows, indent=1))
+        (out / "table.md").write_text("\n".join(table) + "\n")
 
 
 if __name__ == "__main__":

@@ -93,7 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="run a study on Ray (local or a cluster), every trial in MLflow")
     r.add_argument("config", nargs="?", help="study YAML, e.g. configs/svm.yaml (default: the "
-                   f"built-in study: {DEFAULT_STUDY['trainable']} with a run-time budget)")
+                   f"built-in study: {DEFAULT_STUDY['trainable']} with a CPU-time budget)")
     r.add_argument("--trainable", help="override trainable: a built-in name, or your own "
                    "function as module:function (the config then needs space and objective.metric)")
     r.add_argument("--trials", type=int, help="override run.trials")

@@ -575,6 +575,6 @@ DEFAULT_STUDY: dict[str, Any] = {
     "study": "cnn-digits",
     "trainable": "cnn",
     "objective": {"metric": "accuracy", "mode": "max", "bounds": [0.0, 1.0]},
-    "budget": {"limit": "1.5x", "reference": "warmup", "metric": "runtime", "stop_margin": 1.0},
+    "budget": {"limit": "1.5x", "reference": "warmup", "metric": "cpu_time"},
     "run": {"trials": 30, "max_concurrent": 2, "trial_timeout": 120.0},
 }
