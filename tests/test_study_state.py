@@ -253,3 +253,34 @@ def test_a_thompson_study_with_a_context_started_with_the_rank_warp_resumes_with
     assert optimizer.settings.output_warp == "copula"
     assert ('keeps the settings it started with: optimizer.output_warp = "copula" '
             '(the default is now "none")') in out.getvalue()
+
+
+def test_the_built_in_study_started_before_its_budget_changed_resumes_with_the_old_budget(tmp_path):
+    """The built-in study budgets CPU seconds since 2026-11-27 (wall seconds, stopped at twice
+    the limit, before): one started before resumes with the budget it started with, limit and
+    stop included, and says so; a budget the user changed is still refused."""
+    import pytest
+
+    from tuner.study.config import DEFAULT_STUDY, EARLIER_DEFAULT_BUDGETS, ConfigError, load_study
+    from tuner.study.runner import StudyRunner
+
+    def built_in(**budget):
+        return load_study({**DEFAULT_STUDY, "output": str(tmp_path),
+                           "budget": {**DEFAULT_STUDY["budget"], **budget}})
+
+    today = built_in()
+    assert today.budget.metric == "cpu_time" and today.budget_pending
+    before = load_study({**DEFAULT_STUDY, "output": str(tmp_path),
+                         "budget": EARLIER_DEFAULT_BUDGETS[0]}).with_budget(0.9, 0.6)
+    optimizer, runner, out = resumed_after_an_upgrade(before, today, Clock())
+    b = runner.cfg.budget
+    assert (b.metric, b.stop_margin, b.seconds, b.reference_seconds) == ("runtime", 1.0, 0.9, 0.6)
+    assert runner.cfg.settings.constraints[-1]["metric"] == "runtime"
+    assert runner.cfg.settings.stop_margin == 1.0 == optimizer.settings.stop_margin
+    assert ("keeps the budget it started with: runtime <= 1.5 x 0.6 s (the reference run) = "
+            "0.9 s; a run is stopped at 1.8 s (the built-in study's budget is now cpu_time)"
+            ) in out.getvalue()
+
+    with pytest.raises(ConfigError, match=r"the config changed \['budget'"):
+        StudyRunner(built_in(limit="2x"), executor=None, make_tracker=None, resume=True,
+                    clock=Clock())._prepare()

@@ -335,6 +335,14 @@ class StudyConfig:
         budget = replace(self.budget, seconds=float(seconds), reference_seconds=reference_seconds)
         return replace(self, budget=budget, settings=_budget_settings(self.settings, budget))
 
+    def with_saved_budget(self, saved: Mapping[str, Any]) -> "StudyConfig":
+        """This study with the budget it was saved with (``resolved()["budget"]``) in place of
+        its own, as the optimizer's run-time constraint too."""
+        budget = Budget(**saved)
+        base = replace(self.settings, stop_margin=None, constraints=[
+            c for c in self.settings.constraints if c.get("type") != "budget"])
+        return replace(self, budget=budget, settings=_budget_settings(base, budget))
+
     def resolved(self) -> dict[str, Any]:
         return {"study": self.study, "trainable": self.trainable,
                 "trainable_options": self.trainable_options, "space": self.space,
@@ -570,6 +578,20 @@ def _mlflow_section(data: Any) -> MlflowSection:
     return MlflowSection(**out)
 
 
+def earlier_default_budget(saved: Mapping[str, Any] | None, now: Budget | None) -> bool:
+    """``now`` is the built-in study's budget of today and ``saved`` one it had before (the
+    budget line of ``DEFAULT_STUDY`` and configs/cnn.yaml, changed by an upgrade, not by the
+    user): a resumed study keeps ``saved`` (``StudyConfig.with_saved_budget``)."""
+    def line(b: Mapping[str, Any]) -> tuple:
+        return tuple(b.get(k) for k in ("limit", "reference", "metric", "stop_margin"))
+
+    if not saved or now is None:
+        return False
+    today = asdict(_budget_section(DEFAULT_STUDY["budget"]))
+    return (line(asdict(now)) == line(today) and line(saved) != line(today)
+            and line(saved) in {line(b) for b in EARLIER_DEFAULT_BUDGETS})
+
+
 # The study `tuner run` runs without a config file (configs/cnn.yaml spells it out).
 DEFAULT_STUDY: dict[str, Any] = {
     "study": "cnn-digits",
@@ -578,3 +600,6 @@ DEFAULT_STUDY: dict[str, Any] = {
     "budget": {"limit": "1.5x", "reference": "warmup", "metric": "cpu_time"},
     "run": {"trials": 30, "max_concurrent": 2, "trial_timeout": 120.0},
 }
+# Its budget lines before (until 2026-11-27: wall seconds, stopped at twice the limit).
+EARLIER_DEFAULT_BUDGETS = ({"limit": "1.5x", "reference": "warmup", "metric": "runtime",
+                            "stop_margin": 1.0},)

@@ -43,7 +43,8 @@ from tuner.loop.loop import FailFast, Limits, StopOnSignal, StudyFailed, StudyLo
 from .budget import (NothingFitsWarning, budget_text, measure_budget, reference_config,
                      replay_stopping, stopping_rules)
 from .callbacks import CURVES_CSV, Curves, SaveState, ShowProgress, TrialTable, read_curves
-from .config import ConfigError, StudyConfig, study_optimizer_defaults
+from .config import (DEFAULT_STUDY, ConfigError, StudyConfig, earlier_default_budget,
+                     study_optimizer_defaults)
 from .executor import Executor
 from .progress import Progress
 from .report import StudyResult, banner, finish
@@ -184,7 +185,12 @@ class StudyRunner:
         except StateError as exc:
             raise ConfigError(f"--resume: {exc}") from None
         old_budget = state["config"].get("budget") or {}
-        if cfg.budget_pending and old_budget.get("seconds") is not None:
+        if earlier_default_budget(old_budget, cfg.budget):    # an upgrade changed the built-in one
+            self.cfg = cfg = cfg.with_saved_budget(old_budget)
+            self.progress.message(f"--resume: the study keeps the budget it started with: "
+                                  f"{budget_text(cfg.budget)} (the built-in study's budget is now "
+                                  f"{DEFAULT_STUDY['budget']['metric']})")
+        elif cfg.budget_pending and old_budget.get("seconds") is not None:
             # a relative budget keeps the limit measured when the study started
             self.cfg = cfg = cfg.with_budget(old_budget["seconds"], old_budget.get("reference_seconds"))
         new = cfg.resolved()
