@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 import yaml
 
 from tuner.core import fields
-from tuner.core.algorithms import ALGORITHMS
+from tuner.core.algorithms import get_algorithm
 from tuner.core.fields import Field
 from tuner.loop.stopping import Fidelity
 
@@ -68,8 +68,11 @@ def study_optimizer_defaults(algorithm: Any = None, context: bool = False) -> di
     warp, which spreads the pooled contexts' near-tied top scores and makes its draws wander
     (docs/contextual.md "Thompson sampling and the rank warp")."""
     defaults = dict(STUDY_OPTIMIZER_DEFAULTS)
-    key = str(algorithm).lower().replace("_", "-")
-    if context and key in ALGORITHMS and ALGORITHMS[key].estimate == "ts":
+    try:
+        thompson = algorithm is not None and get_algorithm(str(algorithm)).estimate == "ts"
+    except ValueError:        # an unknown name: the optimizer section's check names it
+        thompson = False
+    if context and thompson:
         defaults["output_warp"] = "none"
     return defaults
 

@@ -43,13 +43,11 @@ def execute_trial(trainable: str | Callable, config: dict[str, Any], options: di
     ``runtime`` in wall seconds, ``cpu_time`` in the CPU seconds of this worker process (every
     thread of it; what a busy machine hardly changes)."""
     with _no_half_imports():
-        from trainables import get_trainable, split_attrs
+        from trainables import get_trainable
 
-        t0, c0 = time.perf_counter(), time.process_time()
-        metrics, attrs = split_attrs(get_trainable(trainable)(config, options, seed))
-        runtime, cpu_time = time.perf_counter() - t0, time.process_time() - c0
-    return {"metrics": metrics, "attrs": attrs, "runtime": runtime, "cpu_time": cpu_time,
-            "node_id": ray.get_runtime_context().get_node_id(), "host": socket.gethostname()}
+        started = _clocks()
+        returned = get_trainable(trainable)(config, options, seed)
+        return _ended(returned, started)
 
 
 def execute_steps(trainable: str | Callable, config: dict[str, Any], options: dict[str, Any],
@@ -59,7 +57,7 @@ def execute_steps(trainable: str | Callable, config: dict[str, Any], options: di
     with _no_half_imports():
         from trainables import get_trainable, split_attrs
 
-        t0, c0 = time.perf_counter(), time.process_time()
+        started = _clocks()
         steps = get_trainable(trainable).progress(config, options, seed)
         while True:
             try:
@@ -68,10 +66,23 @@ def execute_steps(trainable: str | Callable, config: dict[str, Any], options: di
                 metrics = end.value
                 break
             yield {"report": split_attrs(metrics)[0]}
-        runtime, cpu_time = time.perf_counter() - t0, time.process_time() - c0
-    metrics, attrs = split_attrs(metrics)
-    yield {"metrics": metrics, "attrs": attrs, "runtime": runtime, "cpu_time": cpu_time,
-           "node_id": ray.get_runtime_context().get_node_id(), "host": socket.gethostname()}
+        yield _ended(metrics, started)
+
+
+def _clocks() -> tuple[float, float]:
+    """The wall and CPU clocks of this worker process, at a trial's start."""
+    return time.perf_counter(), time.process_time()
+
+
+def _ended(returned: Any, started: tuple[float, float]) -> dict[str, Any]:
+    """A task's last output: the metrics and attributes the trainable returned, the wall and
+    CPU seconds since ``started`` (``_clocks``), where it ran."""
+    from trainables import split_attrs
+
+    runtime, cpu_time = time.perf_counter() - started[0], time.process_time() - started[1]
+    metrics, attrs = split_attrs(returned)
+    return {"metrics": metrics, "attrs": attrs, "runtime": runtime, "cpu_time": cpu_time,
+            "node_id": ray.get_runtime_context().get_node_id(), "host": socket.gethostname()}
 
 
 @contextlib.contextmanager
