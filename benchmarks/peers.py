@@ -32,7 +32,9 @@ PAPER = dict(PAPER_EXACT)
 DEFAULT = {k: getattr(Settings(), k) for k in (*PAPER_EXACT, "censor_noise")}
 STUDY = {**DEFAULT, **STUDY_OPTIMIZER_DEFAULTS}      # what a study (tuner run, TunerSearch) runs
 STUDY_2026_11_26 = {"output_warp": "copula", "kernel": "matern52"}   # a study's defaults, 2026-11-26
+STUDY_2026_11_27 = {**STUDY_2026_11_26, "noise_floor": 1e-3}          # and 2026-11-27
 COPULA_MATERN = {**DEFAULT, **STUDY_2026_11_26}
+FLOOR = {**DEFAULT, **STUDY_2026_11_27}
 COMBO = {**PAPER, "censoring": "soft", "n_initial": "auto", "lengthscale_prior": True,
          "constraint_handler": "pof"}
 PROJECT: dict[str, dict[str, Any]] = {
@@ -122,11 +124,21 @@ ABLATION: dict[str, dict[str, Any]] = {
     "default-copula-matern-by0.25": {**COPULA_MATERN, "b_y": 0.25},
     "default-copula-matern-b2": {**COPULA_MATERN, "beta": 2.0},
     "default-copula-matern-by2": {**COPULA_MATERN, "b_y": 2.0},
-    # with a floor on the objective GP's noise: a study's defaults since 2026-11-27
-    "default-copula-matern-floor": STUDY,
-    # Thompson sampling on a study's defaults, and without the rank warp
-    "study-ts": {**STUDY, "algorithm": "gp-ts-sdf"},
-    "study-ts-nowarp": {**STUDY, "algorithm": "gp-ts-sdf", "output_warp": "none"},
+    # with a floor on the objective GP's noise: a study's defaults of 2026-11-27
+    "default-copula-matern-floor": FLOOR,
+    # Thompson sampling on those, and without the rank warp
+    "study-ts": {**FLOOR, "algorithm": "gp-ts-sdf"},
+    "study-ts-nowarp": {**FLOOR, "algorithm": "gp-ts-sdf", "output_warp": "none"},
+    # and with a weaker pull of the running trials towards the minimum, none, hallucinated
+    # (GP-BUCB) or believed at the posterior mean past 3 running (W = 16, where TPE and random
+    # search led on the recorded tables)
+    "study-cn0.1": {**FLOOR, "censor_noise": 0.1},
+    "study-cn1": {**FLOOR, "censor_noise": 1.0},
+    "study-ignore": {**FLOOR, "algorithm": "gp-ucb"},
+    "study-bucb": {**FLOOR, "algorithm": "gp-bucb"},
+    "study-believe3": {**FLOOR, "believe_past": 3},
+    # a study's defaults as they are now (tuner.study.config.STUDY_OPTIMIZER_DEFAULTS)
+    "study": STUDY,
 }
 PEERS = ("optuna-tpe", "optuna-gp", "syne-botorch")
 METHODS = (*PROJECT, *PEERS)

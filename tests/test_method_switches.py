@@ -102,6 +102,29 @@ def test_a_running_trial_next_to_the_incumbent_is_a_soft_pull_not_a_hole():
     assert means["soft"] > 0.6
 
 
+def test_believe_past_leaves_the_mean_of_a_wide_pool_and_lowers_its_variance():
+    """``believe_past: k``: with more than k trials running, each enters at the posterior mean of
+    the results (the mean stays where the results put it, the variance there falls), not at
+    the minimum; with k or fewer running, the minimum as before."""
+    def posterior(running, **kw):
+        opt, _ = make(censoring="soft", n_initial=0, refit_every=10 ** 6, noise=1e-6,
+                      lengthscale=0.2, prior_mean="zero", **kw)
+        for x, v in ((0.2, 0.3), (0.5, 0.9), (0.8, 0.4)):
+            opt.tell(opt.suggest(config={"x": x}).trial_id, v)
+        for i in range(running):
+            opt.suggest(config={"x": 0.56 + 0.02 * i})
+        return opt, opt.objective_posterior()
+
+    opt, results_only = posterior(0)
+    U = np.array([[0.6], [0.65]])
+    mean0, var0 = results_only.predict(U)
+    mean_b, var_b = posterior(4, believe_past=3)[1].predict(U)
+    assert np.allclose(mean_b, mean0, atol=1e-6) and np.all(var_b < 0.5 * var0)
+    mean_c = posterior(4)[1].predict(U)[0]                   # censored at the minimum
+    assert np.all(mean_c < mean0 - 0.3)
+    assert np.allclose(posterior(3, believe_past=3)[1].predict(U)[0], posterior(3)[1].predict(U)[0])
+
+
 def test_soft_censoring_keeps_failed_trials_censored_and_results_exact():
     opt, _ = make(censoring="soft", censor_noise=0.2, n_initial=0, refit_every=10 ** 6)
     a = opt.suggest(config={"x": 0.3}).trial_id

@@ -225,8 +225,10 @@ def test_resume_after_an_upgrade_that_changed_a_default_keeps_the_studys_setting
     optimizer, runner, out = resumed_after_an_upgrade(before, today, clock)
     assert optimizer.settings.fit_max_points == old_default
     assert runner.cfg.settings.fit_max_points == old_default   # what is saved and logged from now
-    assert (f"keeps the settings it started with: optimizer.fit_max_points = {old_default} "
-            f"(the default is now {today.settings.fit_max_points})") in out.getvalue()
+    said = out.getvalue()
+    assert "--resume: the study keeps the settings it started with: " in said
+    assert (f"optimizer.fit_max_points = {old_default} "
+            f"(the default is now {today.settings.fit_max_points})") in said
 
     asked = config(fit_max_points=300)
     with pytest.raises(ConfigError, match=r"the config changed \['optimizer: fit_max_points'\]"):

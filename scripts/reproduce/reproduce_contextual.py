@@ -25,8 +25,9 @@ Methods (paper-exact settings, ``tuner.PAPER_EXACT``, m = 6, nu_t over the windo
   cgp-ei-level(-mean), gp-ei-sdf  log EI on the censored GP (``algorithm: gp-ei-sdf``)
   cgp-ucb-level-mean-copula, gp-ucb-sdf-copula  the results warped by rank (``output_warp: copula``)
   cgp-ucb-level-mean-copula-matern, gp-ucb-sdf-copula-matern  and ``kernel: matern52``
-  ...-copula-matern-floor     a study's defaults (and ``noise_floor: 1e-3``)
-  ...-study-nowarp            a study's defaults without the rank warp (``output_warp: none``)
+  ...-copula-matern-floor     a study's defaults of 2026-11-27 (and ``noise_floor: 1e-3``)
+  ...-study-nowarp            those without the rank warp (``output_warp: none``)
+  ...-study                   a study's defaults as they are now (``study_optimizer_defaults``)
 Candidate sets are cut to 256 Sobol points + 32 local ones for every method (the same code
 paths; Thompson draws on 1 152 candidates at n = 600 would take a minute per run).
 
@@ -55,7 +56,7 @@ from tuner import PAPER_EXACT, Optimizer  # noqa: E402
 from tuner.core.optimizer import Suggestion  # noqa: E402
 from tuner.core.space import SearchSpace  # noqa: E402
 from tuner.loop.simulator import SimClock  # noqa: E402
-from tuner.study.config import STUDY_OPTIMIZER_DEFAULTS  # noqa: E402
+from tuner.study.config import study_optimizer_defaults  # noqa: E402
 
 TABLES = Path(__file__).resolve().parents[2] / "benchmarks" / "tables"
 DATASETS = ("breast_cancer", "digits")
@@ -66,7 +67,8 @@ def table_path(dataset: str) -> Path:
 
 
 N_SUBSETS, PER_TASK, DELAY_MEAN, WINDOW = 20, 30, 3.0, 6
-NO_WARP = {**STUDY_OPTIMIZER_DEFAULTS, "output_warp": "none"}
+FLOOR = {**COPULA_MATERN, "noise_floor": 1e-3}          # a study's defaults of 2026-11-27
+NO_WARP = {**FLOOR, "output_warp": "none"}
 METHODS = {"cgp-ucb-sdf": ("gp-ucb-sdf", "context"), "gp-ucb-sdf": ("gp-ucb-sdf", "ignore"),
            "restart-ucb": ("gp-ucb-sdf", "restart"), "cgp-ts-sdf": ("gp-ts-sdf", "context"),
            "gp-ts-sdf": ("gp-ts-sdf", "ignore"), "restart-ts": ("gp-ts-sdf", "restart"),
@@ -95,13 +97,18 @@ METHODS = {"cgp-ucb-sdf": ("gp-ucb-sdf", "context"), "gp-ucb-sdf": ("gp-ucb-sdf"
            "gp-ucb-sdf-copula-matern": ("gp-ucb-sdf", "ignore", COPULA_MATERN),
            "cgp-ts-level-mean-copula-matern": ("gp-ts-sdf", "context-level-mean", COPULA_MATERN),
            "gp-ts-sdf-copula-matern": ("gp-ts-sdf", "ignore", COPULA_MATERN),
-           # and a floor on the objective GP's noise: a study's defaults (``STUDY_OPTIMIZER_DEFAULTS``)
-           "cgp-ucb-level-mean-copula-matern-floor": ("gp-ucb-sdf", "context-level-mean",
-                                                      STUDY_OPTIMIZER_DEFAULTS),
-           "gp-ucb-sdf-copula-matern-floor": ("gp-ucb-sdf", "ignore", STUDY_OPTIMIZER_DEFAULTS),
-           "cgp-ts-level-mean-copula-matern-floor": ("gp-ts-sdf", "context-level-mean",
-                                                     STUDY_OPTIMIZER_DEFAULTS),
-           "gp-ts-sdf-copula-matern-floor": ("gp-ts-sdf", "ignore", STUDY_OPTIMIZER_DEFAULTS),
+           # and a floor on the objective GP's noise: a study's defaults of 2026-11-27
+           "cgp-ucb-level-mean-copula-matern-floor": ("gp-ucb-sdf", "context-level-mean", FLOOR),
+           "gp-ucb-sdf-copula-matern-floor": ("gp-ucb-sdf", "ignore", FLOOR),
+           "cgp-ts-level-mean-copula-matern-floor": ("gp-ts-sdf", "context-level-mean", FLOOR),
+           "gp-ts-sdf-copula-matern-floor": ("gp-ts-sdf", "ignore", FLOOR),
+           # a study's defaults as they are now (``study_optimizer_defaults``: TS with a context
+           # without the rank warp)
+           **{f"{name}-study": (algorithm, kind, study_optimizer_defaults(algorithm, kind != "ignore"))
+              for name, algorithm, kind in (("cgp-ucb-level-mean", "gp-ucb-sdf", "context-level-mean"),
+                                            ("gp-ucb-sdf", "gp-ucb-sdf", "ignore"),
+                                            ("cgp-ts-level-mean", "gp-ts-sdf", "context-level-mean"),
+                                            ("gp-ts-sdf", "gp-ts-sdf", "ignore"))},
            # a study's defaults without the rank warp (Matern and the noise floor kept)
            **{f"{name}-study-nowarp": (algorithm, kind, NO_WARP)
               for name, algorithm, kind in (("cgp-ucb-level-mean", "gp-ucb-sdf", "context-level-mean"),

@@ -523,7 +523,7 @@ class Optimizer:
                       targets: Callable[[list[Trial]], np.ndarray], refit: bool = True) -> Posterior:
         """Refit if due, then the posterior the algorithm's pending-trial rule asks for."""
         return self.view(model, self.trials, self._by_id, done, y_all, targets, self.rng,
-                         refit=refit, prior_mean=model is self.objective)
+                         refit=refit, objective=model is self.objective)
 
     def _start_round(self, t: int) -> None:
         """Feed the handler the constraint values that arrived since the previous round, in

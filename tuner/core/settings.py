@@ -34,6 +34,8 @@ class Settings:
     window: float | str = math.inf     # censoring window m; "auto" = 2 x mean delay (001 §6)
     censoring: str = "soft"            # hard: 001 eq. 1 (same lambda); soft: own noise (below)
     censor_noise: float = 0.01         # soft: a censored entry's noise variance / amplitude
+    believe_past: int | None = None    # soft, wide pools: with more trials running than this, a
+                                       # running trial enters at the posterior mean, not the minimum
     censor_at_partial: bool = True     # a trial that reported progress: censored at its last value
     delay_lambda_power: float = 0.0    # eq. 2's delay term B_y lambda^-p sum sigma (0: as printed)
     prior_mean: str = "zero"           # objective GP's prior mean: zero (001) or the results' mean
@@ -172,6 +174,7 @@ SETTINGS_FIELDS: dict[str, Field] = {
     "window_unit": Field((str,), choices=UNITS),
     "censoring": Field((str,), choices=CENSORING),
     "censor_noise": Field((float,), above=0),
+    "believe_past": Field((int, None), minimum=0),
     "censor_at_partial": Field((bool,)),
     "delay_lambda_power": Field((float,), minimum=0, maximum=1),
     "prior_mean": Field((str,), choices=("zero", "mean")),

@@ -14,7 +14,7 @@ from .fit_job import Pool
 from .gp import Posterior
 from .model import CensoredModel, soft_view
 from .settings import Settings
-from .trial import Trial
+from .trial import Status, Trial
 
 Targets = Callable[[list[Trial]], np.ndarray]
 
@@ -26,26 +26,27 @@ class PosteriorView:
 
     def __call__(self, model: CensoredModel, trials: Sequence[Trial], by_id: Mapping[int, Trial],
                  done: list[Trial], y_all: np.ndarray, targets: Targets, rng: np.random.Generator,
-                 refit: bool = True, prior_mean: bool = False) -> Posterior:
-        """Refit if due, then the posterior (``prior_mean``: the objective, whose targets are
-        centred on their mean when ``Settings.prior_mean`` is "mean").
+                 refit: bool = True, objective: bool = False) -> Posterior:
+        """Refit if due, then the posterior (``objective``: the objective's model, whose targets
+        are centred on their mean when ``Settings.prior_mean`` is "mean", and whose running
+        trials ``Settings.believe_past`` may enter at the posterior mean).
 
         With ``sliding_window`` W (RPOL-SWUCB, 004 §6 / App. D) only the last W started trials
         inform the posterior; the hyperparameters are still fit on every usable result, and the
         variation-budget terms Gamma_t (which need the unknown path length P_T) are 0.
         """
         offset = 0.0
-        if prior_mean and self.settings.prior_mean == "mean" and done:
+        if objective and self.settings.prior_mean == "mean" and done:
             offset = float(np.mean(targets(done)))
             y_all, plain = y_all - offset, targets
             targets = lambda trs: plain(trs) - offset  # noqa: E731
-        post = self._view(model, trials, by_id, done, y_all, targets, rng, refit)
+        post = self._view(model, trials, by_id, done, y_all, targets, rng, refit, objective)
         post.offset = offset
         return post
 
     def _view(self, model: CensoredModel, trials: Sequence[Trial], by_id: Mapping[int, Trial],
               done: list[Trial], y_all: np.ndarray, targets: Targets, rng: np.random.Generator,
-              refit: bool) -> Posterior:
+              refit: bool, objective: bool) -> Posterior:
         s = self.settings
         model.sync(done)
         if refit and self.algorithm.estimate != "random":
@@ -58,23 +59,34 @@ class PosteriorView:
             first = recent[0].start_index if recent else 0
             kept = [tr for tr in done if tr.start_index >= first]
             if soft:
-                return self._soft(model.fresh(self.X(kept)), targets(kept), kept, recent, y_all)
+                return self._soft(model.fresh(self.X(kept)), targets(kept), kept, recent, y_all,
+                                  objective)
             return model.recent(self.algorithm.pending, self.X(recent), y_all[first:],
                                 self.X(kept), targets(kept))
         y_done = targets([by_id[i] for i in model.done_ids])
         if soft:
             return self._soft(model.gp_done, y_done, [by_id[i] for i in model.done_ids],
-                              model.in_model(trials), y_all)
+                              model.in_model(trials), y_all, objective)
         return model.posterior(self.algorithm.pending, y_all, y_done)
 
     def X(self, trials: Sequence[Trial]) -> np.ndarray:
         return np.array([tr.x for tr in trials]).reshape(len(trials), self.dim)
 
     def _soft(self, gp, y_done: np.ndarray, done: list[Trial], trials: Sequence[Trial],
-              y_all: np.ndarray) -> Posterior:
+              y_all: np.ndarray, objective: bool) -> Posterior:
         """Soft censoring: every trial of ``trials`` not in ``done`` enters with its censored
-        target y_all[s] at noise ``censor_noise`` x amplitude (a deviation from eq. 1)."""
+        target y_all[s] at noise ``censor_noise`` x amplitude (a deviation from eq. 1).  With
+        more than ``believe_past`` trials running (the objective only), a running trial that has
+        not reported a step enters at the results' posterior mean instead (a believer: the mean
+        stays, the variance there falls, as in GP-BUCB's hallucination; a second deviation)."""
         ids = {tr.trial_id for tr in done}
         cens = [tr for tr in trials if tr.trial_id not in ids]
         yc = y_all[[tr.start_index for tr in cens]] if cens else np.zeros(0)
-        return soft_view(gp, y_done, self.X(cens), yc, self.settings.censor_noise)
+        Xc, past = self.X(cens), self.settings.believe_past
+        if objective and past is not None:
+            running = [tr.status == Status.RUNNING for tr in cens]
+            if sum(running) > past:
+                believed = np.array([r and tr.partial is None for r, tr in zip(running, cens)])
+                yc = yc.copy()
+                yc[believed] = Posterior(gp, y_done, gp).predict(Xc[believed])[0]
+        return soft_view(gp, y_done, Xc, yc, self.settings.censor_noise)

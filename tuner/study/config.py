@@ -57,9 +57,11 @@ def check_section(section: str, data: Any, schema: Mapping[str, Field]) -> dict[
 # diverged runs far below, so the GP sees the results' ranks, with the Matern-5/2 kernel usual
 # for training runs (docs/method.md "The defaults of studies"), and a floor on the GP's noise so
 # that the ranks of near-tied scores read as noise, not as a rough function ("A noise floor under
-# the rank warp"); smooth test functions keep the Optimizer's own defaults.
+# the rank warp"); with more than 3 trials running, a running trial enters the GP at the posterior
+# mean, not the minimum ("Wide pools: running trials at the posterior mean"); smooth test
+# functions keep the Optimizer's own defaults.
 STUDY_OPTIMIZER_DEFAULTS: dict[str, Any] = {"output_warp": "copula", "kernel": "matern52",
-                                            "noise_floor": 1e-3}
+                                            "noise_floor": 1e-3, "believe_past": 3}
 
 
 def study_optimizer_defaults(algorithm: Any = None, context: bool = False) -> dict[str, Any]:

@@ -227,8 +227,8 @@ class TunerSearch(Searcher):
         **optimizer_settings: any other ``tuner.core.settings.Settings`` field, plus ``clock``
             (a function returning the time in seconds; ``time.time`` by default).  As in a
             study, ``output_warp`` defaults to ``copula`` (``none`` for Thompson sampling with a
-            context), ``kernel`` to ``matern52`` and ``noise_floor`` to 1e-3
-            (``tuner.study.config.study_optimizer_defaults``).
+            context), ``kernel`` to ``matern52``, ``noise_floor`` to 1e-3 and ``believe_past``
+            to 3 (``tuner.study.config.study_optimizer_defaults``).
 
     Example::
 
