@@ -137,6 +137,8 @@ ABLATION: dict[str, dict[str, Any]] = {
     "study-ignore": {**FLOOR, "algorithm": "gp-ucb"},
     "study-bucb": {**FLOOR, "algorithm": "gp-bucb"},
     "study-believe3": {**FLOOR, "believe_past": 3},
+    "study-believe0": {**FLOOR, "believe_past": 0},
+    "study-ts-believe3": {**FLOOR, "algorithm": "gp-ts-sdf", "believe_past": 3},
     # the Optimizer's defaults, running trials believed past 3 running
     "default-believe3": {**DEFAULT, "believe_past": 3},
     # a study's defaults as they are now (tuner.study.config.STUDY_OPTIMIZER_DEFAULTS)
