@@ -52,6 +52,7 @@ import numpy as np  # noqa: E402
 from benchmarks.build_tables import grid_configs  # noqa: E402
 from benchmarks.metrics import mean_se  # noqa: E402
 from benchmarks.peers import STUDY_2026_11_26 as COPULA_MATERN  # noqa: E402
+from benchmarks.peers import STUDY_2026_11_27 as FLOOR  # noqa: E402
 from tuner import PAPER_EXACT, Optimizer  # noqa: E402
 from tuner.core.optimizer import Suggestion  # noqa: E402
 from tuner.core.space import SearchSpace  # noqa: E402
@@ -67,8 +68,10 @@ def table_path(dataset: str) -> Path:
 
 
 N_SUBSETS, PER_TASK, DELAY_MEAN, WINDOW = 20, 30, 3.0, 6
-FLOOR = {**COPULA_MATERN, "noise_floor": 1e-3}          # a study's defaults of 2026-11-27
 NO_WARP = {**FLOOR, "output_warp": "none"}
+# UCB and TS, contextual (with a level of each context) and the context ignored
+FOUR = (("cgp-ucb-level-mean", "gp-ucb-sdf", "context-level-mean"), ("gp-ucb-sdf", "gp-ucb-sdf", "ignore"),
+        ("cgp-ts-level-mean", "gp-ts-sdf", "context-level-mean"), ("gp-ts-sdf", "gp-ts-sdf", "ignore"))
 METHODS = {"cgp-ucb-sdf": ("gp-ucb-sdf", "context"), "gp-ucb-sdf": ("gp-ucb-sdf", "ignore"),
            "restart-ucb": ("gp-ucb-sdf", "restart"), "cgp-ts-sdf": ("gp-ts-sdf", "context"),
            "gp-ts-sdf": ("gp-ts-sdf", "ignore"), "restart-ts": ("gp-ts-sdf", "restart"),
@@ -105,16 +108,9 @@ METHODS = {"cgp-ucb-sdf": ("gp-ucb-sdf", "context"), "gp-ucb-sdf": ("gp-ucb-sdf"
            # a study's defaults as they are now (``study_optimizer_defaults``: TS with a context
            # without the rank warp)
            **{f"{name}-study": (algorithm, kind, study_optimizer_defaults(algorithm, kind != "ignore"))
-              for name, algorithm, kind in (("cgp-ucb-level-mean", "gp-ucb-sdf", "context-level-mean"),
-                                            ("gp-ucb-sdf", "gp-ucb-sdf", "ignore"),
-                                            ("cgp-ts-level-mean", "gp-ts-sdf", "context-level-mean"),
-                                            ("gp-ts-sdf", "gp-ts-sdf", "ignore"))},
+              for name, algorithm, kind in FOUR},
            # a study's defaults without the rank warp (Matern and the noise floor kept)
-           **{f"{name}-study-nowarp": (algorithm, kind, NO_WARP)
-              for name, algorithm, kind in (("cgp-ucb-level-mean", "gp-ucb-sdf", "context-level-mean"),
-                                            ("gp-ucb-sdf", "gp-ucb-sdf", "ignore"),
-                                            ("cgp-ts-level-mean", "gp-ts-sdf", "context-level-mean"),
-                                            ("gp-ts-sdf", "gp-ts-sdf", "ignore"))}}
+           **{f"{name}-study-nowarp": (algorithm, kind, NO_WARP) for name, algorithm, kind in FOUR}}
 PAPER_METHODS = [m for m in METHODS if not m.startswith("optuna") and "shared" not in m
                  and "level" not in m]
 SETTINGS = {**PAPER_EXACT, "window": float(WINDOW), "nu_terms": "window", "beta": 1.0,
