@@ -178,6 +178,7 @@ def test_a_learning_curve_the_tracker_has_not_logged_survives_a_crash(tmp_path):
     assert [p["step"] for p in record.curve] == [1, 2, 3]
     assert record.curve[-1]["metrics"]["accuracy"] == 0.8
 
+
 def resumed_after_an_upgrade(before, today, clock):
     """A study saved with ``before``'s config after one finished trial, resumed with ``today``'s:
     (the optimizer, the runner, what it said)."""
