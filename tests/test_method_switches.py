@@ -125,6 +125,47 @@ def test_believe_past_leaves_the_mean_of_a_wide_pool_and_lowers_its_variance():
     assert np.allclose(posterior(3, believe_past=3)[1].predict(U)[0], posterior(3)[1].predict(U)[0])
 
 
+# --- the study's deadline ------------------------------------------------------------------------
+
+def _fast_and_slow(**kw):
+    """Twelve runs, one at a time: the result grows with x, a run with x < 0.5 takes 1 s and
+    one with x >= 0.5 takes 10 s (the best configurations are the slow ones)."""
+    opt, clock = make(n_initial=6, **kw)
+    for _ in range(12):
+        s = opt.suggest()
+        clock.now += 1.0 if s.config["x"] < 0.5 else 10.0
+        opt.tell(s.trial_id, s.config["x"])
+    return opt, clock
+
+
+def test_finish_by_deadline_chooses_among_the_runs_that_fit_the_time_left():
+    """With ``finish_by_deadline``, 3 s before the deadline the next run is a fast one (the
+    best of them); far from it, or without the switch, the slow best one, exactly as with no
+    deadline; with less time left than any run takes, one of the fastest."""
+    def next_x(left, **kw):
+        opt, clock = _fast_and_slow(**kw)
+        if left is not None:
+            opt.deadline = clock.now + left
+        return opt.suggest().config["x"]
+
+    unbounded = next_x(None, finish_by_deadline=True)
+    assert unbounded > 0.9
+    assert 0.4 < next_x(3.0, finish_by_deadline=True) < 0.5
+    assert next_x(100.0, finish_by_deadline=True) == unbounded
+    assert next_x(3.0) == next_x(None) == unbounded
+    assert next_x(0.5, finish_by_deadline=True) < 0.5
+
+
+def test_the_loop_gives_the_optimizer_its_deadline():
+    """``simulate(time_limit=...)`` runs the study loop with that deadline (``run.wall_clock_limit``
+    in a study), and the optimizer hears of it."""
+    from tuner.loop.simulator import Fixed, simulate
+
+    opt, _ = make(finish_by_deadline=True)
+    simulate(opt, lambda c: c["x"], Fixed(1.0), n_trials=20, workers=2, time_limit=5.0)
+    assert opt.deadline == 5.0
+
+
 def test_soft_censoring_keeps_failed_trials_censored_and_results_exact():
     opt, _ = make(censoring="soft", censor_noise=0.2, n_initial=0, refit_every=10 ** 6)
     a = opt.suggest(config={"x": 0.3}).trial_id

@@ -24,6 +24,8 @@ from .acquisition import EstimateFn
 from .gp import blas_threads
 from .space import SearchSpace
 
+Mask = Callable[[np.ndarray], np.ndarray]     # True where an input may not be chosen
+
 
 def candidate_set(space: SearchSpace, rng: np.random.Generator, n_sobol: int,
                   incumbents: np.ndarray | None = None, n_local: int = 0,
@@ -108,6 +110,14 @@ def excluding(h: EstimateFn, taken: Callable[[np.ndarray], np.ndarray]) -> Estim
     def g(U: np.ndarray) -> np.ndarray:
         return np.where(taken(U), -np.inf, h(U))
     return g
+
+
+def any_of(*masks: Mask | None) -> Mask | None:
+    """The union of the masks given (None: none), or None if there is none."""
+    given = [m for m in masks if m is not None]
+    if len(given) <= 1:
+        return given[0] if given else None
+    return lambda U: np.logical_or.reduce([m(U) for m in given])
 
 
 @blas_threads

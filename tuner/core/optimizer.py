@@ -31,12 +31,13 @@ from .censoring import Window, censored_targets, constraint_view, counted
 from .constraints import SHIFTS, Constraint, arrived_since, check_reported, make_handler, sample
 from .constraints import feasible as _feasible
 from .context import Contexts
+from .deadline import RunTimeModel
 from .design import StartupDesign
 from .exploration import Exploration
 from .fit_job import Pool
 from .gp import HyperBounds, Hyperparameters, Posterior, blas_threads
 from .kernels import make_kernel
-from .maximize import maximize, candidate_set
+from .maximize import Mask, any_of, maximize, candidate_set
 from .model import CensoredModel
 from .persist import write_json
 from .settings import Settings
@@ -126,6 +127,9 @@ class Optimizer:
         self.design = StartupDesign(self.space.dim, self.n_initial, s.seed, self.domain)
         self.view = PosteriorView(s, self.algorithm, inputs.dim)
         self.last_nu: float | None = None
+        # when the study ends, on this clock (the loop sets it; not saved: a session's own)
+        self.deadline: float | None = None
+        self.run_times = RunTimeModel(s.seed)
 
     # --- public API ---------------------------------------------------------------------------
 
@@ -396,7 +400,7 @@ class Optimizer:
         f_est = on_configs(acq.estimate(kind, post, nu, joint, +1.0, self.rng, best))
         smooth = algo.smooth and self.domain is None
         discrete = s.discrete_search == "local"
-        taken = self._near_running(z)
+        taken = any_of(self._near_running(z), self._late(now, C, z))
         if not self.constraints:
             return maximize(f_est, C, self.space, smooth=smooth, n_starts=s.n_starts,
                             discrete=discrete, taken=taken, joint=s.refine == "joint")
@@ -466,6 +470,14 @@ class Optimizer:
             return gp.correlation_apart_from_level(J, Xr).max(axis=1) >= rho
 
         return near
+
+    def _late(self, now: float, C: np.ndarray, z: np.ndarray | None) -> Mask | None:
+        """With ``finish_by_deadline`` near the deadline: a mask of the configurations (at z_t)
+        predicted not to finish before it (``tuner.core.deadline``)."""
+        if not self.settings.finish_by_deadline or self.deadline is None:
+            return None
+        return self.run_times.late(self.trials, now, self.deadline, C,
+                                   lambda U: U if z is None else self.contexts.join(U, z))
 
     def _constraint_estimate(self, j: int, m: float, now: float, t: int, C: np.ndarray,
                              log: bool = False) -> Callable[[np.ndarray], np.ndarray]:

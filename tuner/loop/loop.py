@@ -226,6 +226,8 @@ class StudyLoop:
         still RUNNING for the optimizer).  ``restart``: (trial id, config) of running trials
         to start again first (a resumed study)."""
         clock = self.backend.clock
+        if self.limits.deadline is not None and hasattr(self.optimizer, "deadline"):
+            self.optimizer.deadline = self.limits.deadline   # finish_by_deadline reads it
         for tid, config in restart:
             self._start(tid, config, clock())
         while not self.should_stop():

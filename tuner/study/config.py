@@ -61,7 +61,8 @@ def check_section(section: str, data: Any, schema: Mapping[str, Field]) -> dict[
 # mean, not the minimum ("Wide pools: running trials at the posterior mean"); smooth test
 # functions keep the Optimizer's own defaults.
 STUDY_OPTIMIZER_DEFAULTS: dict[str, Any] = {"output_warp": "copula", "kernel": "matern52",
-                                            "noise_floor": 1e-3, "believe_past": 3}
+                                            "noise_floor": 1e-3, "believe_past": 3,
+                                            "finish_by_deadline": True}
 
 
 def study_optimizer_defaults(algorithm: Any = None, context: bool = False) -> dict[str, Any]:
