@@ -1,0 +1,87 @@
+"""What ``finish_by_deadline`` changes at the end of a study (the harness's horizon is the study's
+wall-clock limit): paired by seed, the share of the pool's worker-seconds spent on runs still
+going at the horizon (killed there), the runs finished by it, those over a budget, and the best
+feasible score they reached.
+
+One harness run per (problem, method, seed), as ``benchmarks.compare`` runs it; rows are appended
+to ``--out`` (a run already there is skipped), and a summary is printed.
+
+    python scripts/studies/deadline_runs.py --workers 16 --seeds 5 --out killed16.csv \\
+        --problems nb201-cifar10 mlp-phoneme mlp-segment fcnet-naval fcnet-parkinsons mlp-vehicle
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import statistics
+import warnings
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from benchmarks.compare import get_problem, make_method
+from tuner.core.persist import append_row
+from tuner.loop.simulator import RunTime, simulate
+
+BEFORE, AFTER = "study-believe3", "study-finish"     # benchmarks/peers.py: without and with
+
+
+def one_run(problem: str, method: str, seed: int, workers: int) -> dict[str, Any]:
+    p = get_problem(problem)
+    horizon = p.horizon(workers)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = simulate(make_method(method, p, seed), p, RunTime(p.mean_runtime, p.cv),
+                       n_trials=10 ** 6, workers=workers, noise_std=p.noise_std,
+                       seed=1000 + seed, time_limit=horizon)
+    done = res.completed & (res.finish <= horizon)
+    feasible = np.array([p.feasible(c) for c in res.configs], dtype=bool)
+    killed = float(np.clip(horizon - res.start[~done], 0.0, None).sum())
+    return {"problem": problem, "method": method, "seed": seed, "workers": workers,
+            "trials": len(res.start), "finished": int(done.sum()),
+            "killed_share": killed / (workers * horizon),
+            "over_budget": int((done & ~feasible).sum()),
+            "best": float(res.f_true[done & feasible].max()) if (done & feasible).any() else float("nan")}
+
+
+def summary(path: Path) -> None:
+    runs: dict[tuple[str, str], dict[str, dict[str, str]]] = defaultdict(dict)
+    with open(path, newline="") as fh:
+        for r in csv.DictReader(fh):
+            runs[(r["problem"], r["seed"])][r["method"]] = r
+    for problem in sorted({p for p, _ in runs}):
+        pairs = [m for (p, _), m in runs.items() if p == problem and len(m) == 2]
+        mean = lambda k, m: statistics.mean(float(x[m][k]) for x in pairs)  # noqa: E731
+        better = sum(float(x[AFTER]["best"]) > float(x[BEFORE]["best"]) for x in pairs)
+        worse = sum(float(x[AFTER]["best"]) < float(x[BEFORE]["best"]) for x in pairs)
+        print(f"{problem:18s} {len(pairs)} seeds: killed share {mean('killed_share', BEFORE):.3f} -> "
+              f"{mean('killed_share', AFTER):.3f}, finished {mean('finished', BEFORE):.1f} -> "
+              f"{mean('finished', AFTER):.1f}, over the budget {mean('over_budget', BEFORE):.1f} -> "
+              f"{mean('over_budget', AFTER):.1f}, best better/worse {better}/{worse}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--problems", nargs="+", required=True)
+    ap.add_argument("--workers", type=int, default=16)
+    ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--out", type=Path, required=True)
+    args = ap.parse_args()
+    seen = set()
+    if args.out.exists():
+        with open(args.out, newline="") as fh:
+            seen = {(r["problem"], r["method"], r["seed"]) for r in csv.DictReader(fh)}
+    for seed in range(args.seeds):
+        for problem in args.problems:
+            for method in (BEFORE, AFTER):
+                if (problem, method, str(seed)) not in seen:
+                    row = one_run(problem, method, seed, args.workers)
+                    append_row(args.out, row)
+                    print(row, flush=True)
+    summary(args.out)
+
+
+if __name__ == "__main__":
+    main()
