@@ -178,6 +178,9 @@ def test_wall_clock_limit_kills_the_running_trials(ray_session, tmp_path):
     assert [o["status"] for o in result.outcomes.values()] == ["KILLED", "KILLED"]
     assert "wall_clock_limit" in result.outcomes[0]["reason"]
     assert len(result.optimizer.trials) == 2
+    # the optimizer was told when the study ends, on its own clock (finish_by_deadline)
+    opt = result.optimizer
+    assert opt.settings.finish_by_deadline and 0 < opt.deadline - opt.trials[0].start_time <= 1.0
 
 
 def finished(progress_line: str) -> int:
