@@ -9,11 +9,12 @@ finish in the time left.  The product's rule, not a paper's: the papers have no 
 The prediction: a GP on the log run time of the finished runs (seconds from start to result on
 the optimizer's clock, the newest ``MAX_POINTS``), its hyperparameters a MAP fit with the
 lengthscale prior (as ``tuner.core.curves`` fits its GP) on the first runs to finish, refit each
-time they grow by ``GROWTH`` (so a resumed study fits the same ones).  A candidate is late when its predicted median run
-time, exp(mu(x)), exceeds the time left; if every candidate is, only those predicted within the
-run-to-run noise (the fit's noise sd, on the log scale) of the fastest are left, the best chance
-of a result.  The model is used only once the time left is under ``SLACK`` times the longest run
-seen, where a candidate could be late; before that nothing changes.
+time they grow by ``GROWTH`` (so a resumed study fits the same ones).  A candidate is late when
+its predicted median run time, exp(mu(x)), exceeds the time left; if every candidate is, only
+those predicted within the run-to-run noise (the fit's noise sd, on the log scale) of the
+fastest are left, the best chance of a result.  The model is used only once the time left is
+under ``SLACK`` times the longest run seen, where a candidate could be late; before that nothing
+changes.
 """
 
 from __future__ import annotations

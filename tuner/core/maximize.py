@@ -105,7 +105,7 @@ def local_search(h: EstimateFn, x: np.ndarray, space: SearchSpace,
     return x
 
 
-def excluding(h: EstimateFn, taken: Callable[[np.ndarray], np.ndarray]) -> EstimateFn:
+def excluding(h: EstimateFn, taken: Mask) -> EstimateFn:
     """``h`` with -inf at the inputs ``taken`` marks (a mask per row)."""
     def g(U: np.ndarray) -> np.ndarray:
         return np.where(taken(U), -np.inf, h(U))
@@ -123,7 +123,7 @@ def any_of(*masks: Mask | None) -> Mask | None:
 @blas_threads
 def maximize(h: EstimateFn, C: np.ndarray, space: SearchSpace, smooth: bool,
              n_starts: int = 3, discrete: bool = False,
-             taken: Callable[[np.ndarray], np.ndarray] | None = None,
+             taken: Mask | None = None,
              joint: bool = True) -> np.ndarray:
     """Best snapped input for ``h`` over candidates ``C`` (+ L-BFGS-B refinement if smooth,
     + a local search over the discrete parameters if ``discrete`` and smooth), never one that

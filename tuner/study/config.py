@@ -58,8 +58,9 @@ def check_section(section: str, data: Any, schema: Mapping[str, Field]) -> dict[
 # for training runs (docs/method.md "The defaults of studies"), and a floor on the GP's noise so
 # that the ranks of near-tied scores read as noise, not as a rough function ("A noise floor under
 # the rank warp"); with more than 3 trials running, a running trial enters the GP at the posterior
-# mean, not the minimum ("Wide pools: running trials at the posterior mean"); smooth test
-# functions keep the Optimizer's own defaults.
+# mean, not the minimum ("Wide pools: running trials at the posterior mean"); near the study's
+# wall-clock limit only runs predicted to finish are started ("The study's deadline"); smooth
+# test functions keep the Optimizer's own defaults.
 STUDY_OPTIMIZER_DEFAULTS: dict[str, Any] = {"output_warp": "copula", "kernel": "matern52",
                                             "noise_floor": 1e-3, "believe_past": 3,
                                             "finish_by_deadline": True}

@@ -227,8 +227,10 @@ class TunerSearch(Searcher):
         **optimizer_settings: any other ``tuner.core.settings.Settings`` field, plus ``clock``
             (a function returning the time in seconds; ``time.time`` by default).  As in a
             study, ``output_warp`` defaults to ``copula`` (``none`` for Thompson sampling with a
-            context), ``kernel`` to ``matern52``, ``noise_floor`` to 1e-3 and ``believe_past``
-            to 3 (``tuner.study.config.study_optimizer_defaults``).
+            context), ``kernel`` to ``matern52``, ``noise_floor`` to 1e-3, ``believe_past``
+            to 3 and ``finish_by_deadline`` to true, which acts only on a deadline: Ray Tune
+            does not pass its ``time_budget_s`` to a searcher
+            (``tuner.study.config.study_optimizer_defaults``).
 
     Example::
 
