@@ -271,6 +271,27 @@ def test_save_restore_round_trip(tmp_path):
     assert again.suggest("n2") == searcher.suggest("n2")
 
 
+def test_time_budget_sets_the_deadline_and_a_restore_keeps_the_time_left():
+    """``time_budget_s`` (Ray Tune's, which it does not pass to a searcher): the optimizer's
+    deadline is the first suggestion plus the budget; a checkpoint keeps the time left, as Ray's
+    TimeoutStopper does, so a restored search ends when the restored experiment does."""
+    now = [100.0]
+    searcher = TunerSearch({"x": tune.uniform(0.0, 1.0)}, metric="loss", mode="min",
+                           time_budget_s=60, clock=lambda: now[0], **FAST)
+    searcher.suggest("a")
+    assert searcher.optimizer.deadline == 160.0
+    now[0] = 130.0
+    state = searcher.get_state()
+    now[0] = 1000.0                       # restored much later: 30 s of the budget are left
+    for restored in (TunerSearch(time_budget_s=60, clock=lambda: now[0]),
+                     TunerSearch(clock=lambda: now[0])):     # the checkpoint holds the time left
+        restored.set_state(state)
+        restored.suggest("b")
+        assert restored.optimizer.deadline == 1030.0
+    assert TunerSearch({"x": tune.uniform(0.0, 1.0)}, metric="loss", mode="min",
+                       **FAST).optimizer.deadline is None
+
+
 def test_unknown_and_repeated_completions_are_ignored(caplog):
     searcher = TunerSearch({"x": tune.uniform(0.0, 1.0)}, metric="loss", mode="max", **FAST)
     cfg = searcher.suggest("t0")
@@ -307,6 +328,7 @@ def test_search_space_from_set_search_properties():
      "outside"),
     (dict(points_to_evaluate=[{"x": 0.5}], evaluated_rewards=[1.0, 2.0]), "evaluated_rewards"),
     (dict(context={"n": 1}), "context_space and context"),
+    (dict(time_budget_s=0), "time_budget_s"),
     (dict(space={"x": tune.uniform(0, 1)}, mode="min", context_space={"n": {"type": "int", "low": 1,
      "high": 9}}, context={"rows": 3}), "rows"),
 ])

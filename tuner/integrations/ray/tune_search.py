@@ -221,6 +221,11 @@ class TunerSearch(Searcher):
             objective by ``constraint_handler`` (default ``pof``).  More constraints:
             ``constraints=[{"metric": ..., "limit": ..., "type": "budget" | "upper"}]``.
         budget_metric: the result key the budget applies to.
+        time_budget_s: the experiment's time budget, as given to
+            ``tune.TuneConfig(time_budget_s=...)`` (Ray Tune does not pass it to a searcher):
+            from the first suggestion on, with ``finish_by_deadline`` (on by default here), near
+            its end only configurations predicted to finish in the time left are suggested.
+            The time left is checkpointed, so a restored experiment goes on with it.
         time_attr, max_t: with a scheduler that stops trials early (ASHA), its time attribute
             and the value a full run reaches; a trial stopped before is censored (module
             docstring).  Without max_t it is inferred from the results.
@@ -228,8 +233,7 @@ class TunerSearch(Searcher):
             (a function returning the time in seconds; ``time.time`` by default).  As in a
             study, ``output_warp`` defaults to ``copula`` (``none`` for Thompson sampling with a
             context), ``kernel`` to ``matern52``, ``noise_floor`` to 1e-3, ``believe_past``
-            to 3 and ``finish_by_deadline`` to true, which acts only on a deadline: Ray Tune
-            does not pass its ``time_budget_s`` to a searcher
+            to 3 and ``finish_by_deadline`` to true, which acts only with ``time_budget_s``
             (``tuner.study.config.study_optimizer_defaults``).
 
     Example::
@@ -246,7 +250,8 @@ class TunerSearch(Searcher):
                  time_attr: str = "training_iteration", max_t: float | None = None,
                  evaluated_rewards: list | None = None,
                  context_space: Mapping[str, Any] | None = None,
-                 context: Mapping[str, Any] | None = None, **optimizer_settings: Any):
+                 context: Mapping[str, Any] | None = None, time_budget_s: float | None = None,
+                 **optimizer_settings: Any):
         if metric is not None and not isinstance(metric, str):
             raise ValueError(f"metric must be a single result key (got {metric!r}); TunerSearch "
                              "optimizes a single metric")
@@ -288,6 +293,12 @@ class TunerSearch(Searcher):
             raise ValueError("context_space and context go together: pass both or neither")
         self._context_space = None if context_space is None else dict(context_space)
         self._context = None if context is None else dict(context)
+        if time_budget_s is not None and not (isinstance(time_budget_s, (int, float))
+                                              and not isinstance(time_budget_s, bool)
+                                              and math.isfinite(time_budget_s) and time_budget_s > 0):
+            raise ValueError(f"time_budget_s must be a number of seconds > 0 (got {time_budget_s!r})")
+        self._time_budget = None if time_budget_s is None else float(time_budget_s)
+        self._deadline: float | None = None     # on the clock: the first suggestion + the budget
         # earlier results told once the optimizer exists: [parameters, value, error, pruned, context]
         self._evaluated: list[list[Any]] = []
         if evaluated_rewards is not None:
@@ -353,6 +364,10 @@ class TunerSearch(Searcher):
                                                             metric=self._metric, mode=self._mode))
         self._setup()
         assert self.optimizer is not None
+        if self._deadline is None and self._time_budget is not None:
+            self._deadline = self._clock() + self._time_budget
+        if self._deadline is not None:
+            self.optimizer.deadline = self._deadline      # finish_by_deadline reads it
         if trial_id in self._trial_ids:   # asked twice for the same trial: same answer
             config = self.optimizer.trials[self._trial_ids[trial_id]].config
             return {**copy.deepcopy(self._constants), **copy.deepcopy(config)}
@@ -496,6 +511,8 @@ class TunerSearch(Searcher):
             "furthest": None if math.isinf(self._furthest) else self._furthest,
             "optimizer": None if self.optimizer is None else self.optimizer.state_dict(),
             "scheduler": None if self.scheduler is None else self.scheduler.get_state(),
+            # the time budget left, as Ray's TimeoutStopper keeps it across a restore
+            "time_left": None if self._deadline is None else max(self._deadline - self._clock(), 0.0),
         })
 
     def set_state(self, state: Mapping[str, Any]) -> None:
@@ -518,6 +535,8 @@ class TunerSearch(Searcher):
         else:
             self.optimizer = None
             self._setup()
+        left = state.get("time_left")
+        self._deadline = None if left is None else self._clock() + float(left)
         if self.scheduler is not None and state.get("scheduler") is not None:
             self.scheduler.set_state(state["scheduler"])   # after the optimizer: it replays on it
 
