@@ -292,6 +292,27 @@ def test_time_budget_sets_the_deadline_and_a_restore_keeps_the_time_left():
                        **FAST).optimizer.deadline is None
 
 
+def fast_and_slow(config):
+    time.sleep(0.05 if config["x"] < 0.5 else 0.6)
+    tune.report({"score": config["x"]})
+
+
+def test_a_time_budget_in_a_real_tuner_run(ray_session, tmp_path):
+    """Ray Tune's ``time_budget_s`` given to the searcher as well: the run ends on Ray's budget
+    without an error, the optimizer had the deadline (first suggestion + budget) and the rule
+    chose with it near the end."""
+    searcher = TunerSearch({"x": tune.uniform(0.0, 1.0)}, metric="score", mode="max",
+                           time_budget_s=8.0, seed=3, **FAST)
+    tuner = tune.Tuner(fast_and_slow, tune_config=tune.TuneConfig(
+        search_alg=searcher, num_samples=1000, max_concurrent_trials=2, time_budget_s=8.0),
+        run_config=tune.RunConfig(name="budget", storage_path=str(tmp_path), verbose=0))
+    results = tuner.fit()
+    assert results.num_errors == 0 and 5 < len(results) < 1000
+    opt = searcher.optimizer
+    assert 7.0 < opt.deadline - opt.trials[0].start_time <= 8.0
+    assert opt.run_times._fit is not None        # the run-time model was fit near the deadline
+
+
 def test_unknown_and_repeated_completions_are_ignored(caplog):
     searcher = TunerSearch({"x": tune.uniform(0.0, 1.0)}, metric="loss", mode="max", **FAST)
     cfg = searcher.suggest("t0")
