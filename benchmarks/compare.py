@@ -25,11 +25,11 @@ from pathlib import Path  # noqa: E402
 from typing import Any, Iterable, Sequence  # noqa: E402
 
 from tuner.core.persist import append_row  # noqa: E402
-from tuner.loop.simulator import RunTime, simulate  # noqa: E402
+from tuner.loop.simulator import RunTime, SimulationResult, simulate  # noqa: E402
 
 from .metrics import run_metrics  # noqa: E402
 from .peers import METHODS, applies, available, make_method  # noqa: E402
-from .problems import LOOKUP_NAMES, PROBLEMS, RECORDED, get_problem, lookup_available  # noqa: E402
+from .problems import LOOKUP_NAMES, PROBLEMS, RECORDED, Problem, get_problem, lookup_available  # noqa: E402
 from .recorded import available as recorded_available  # noqa: E402
 
 FULL_PROBLEMS = tuple(PROBLEMS)
@@ -48,16 +48,22 @@ COLUMNS = (*KEY, "horizon", "f_opt", "trials", "completed", "first_score", "best
            "run_seconds", "curve")
 
 
+def harness_run(p: Problem, workers: int, method: str, seed: int) -> SimulationResult:
+    """One run of ``method`` as the harness runs it: W workers until the problem's horizon (the
+    study's wall-clock limit), the run times and noise of seed 1000 + ``seed``."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")      # the peers' deprecation and input warnings
+        opt = make_method(method, p, seed)
+        return simulate(opt, p, RunTime(p.mean_runtime, p.cv), n_trials=10 ** 6, workers=workers,
+                        noise_std=p.noise_std, seed=1000 + seed, time_limit=p.horizon(workers))
+
+
 def one_run(problem: str, workers: int, method: str, seed: int) -> dict[str, Any]:
     """Simulate one (problem, W, method, seed) and return its CSV row."""
     p = get_problem(problem)
     horizon = p.horizon(workers)
     t0 = time.perf_counter()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")      # the peers' deprecation and input warnings
-        opt = make_method(method, p, seed)
-        res = simulate(opt, p, RunTime(p.mean_runtime, p.cv), n_trials=10 ** 6, workers=workers,
-                       noise_std=p.noise_std, seed=1000 + seed, time_limit=horizon)
+    res = harness_run(p, workers, method, seed)
     row = {"problem": problem, "workers": workers, "method": method, "seed": seed,
            "horizon": horizon, "f_opt": p.f_opt, **run_metrics(res, p, horizon)}
     row["run_seconds"] = time.perf_counter() - t0

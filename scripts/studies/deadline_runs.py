@@ -14,16 +14,14 @@ from __future__ import annotations
 import argparse
 import csv
 import statistics
-import warnings
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from benchmarks.compare import get_problem, make_method
+from benchmarks.compare import get_problem, harness_run
 from tuner.core.persist import append_row
-from tuner.loop.simulator import RunTime, simulate
 
 BEFORE, AFTER = "study-believe3", "study-finish"     # benchmarks/peers.py: without and with
 
@@ -31,11 +29,7 @@ BEFORE, AFTER = "study-believe3", "study-finish"     # benchmarks/peers.py: with
 def one_run(problem: str, method: str, seed: int, workers: int) -> dict[str, Any]:
     p = get_problem(problem)
     horizon = p.horizon(workers)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        res = simulate(make_method(method, p, seed), p, RunTime(p.mean_runtime, p.cv),
-                       n_trials=10 ** 6, workers=workers, noise_std=p.noise_std,
-                       seed=1000 + seed, time_limit=horizon)
+    res = harness_run(p, workers, method, seed)
     done = res.completed & (res.finish <= horizon)
     feasible = np.array([p.feasible(c) for c in res.configs], dtype=bool)
     killed = float(np.clip(horizon - res.start[~done], 0.0, None).sum())

@@ -10,13 +10,11 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import warnings
 
 import numpy as np
 
-from benchmarks.peers import ABLATION, make_method
-from benchmarks.problems import get_problem
-from tuner.loop.simulator import RunTime, simulate
+from benchmarks.compare import get_problem, harness_run
+from benchmarks.peers import ABLATION
 
 BASE = "study-finish"      # benchmarks/peers.py: the study default
 
@@ -34,11 +32,7 @@ def main() -> None:
         ABLATION["_variant"] = {**ABLATION[BASE], **extra}
         best: list[list[float]] = [[], [], []]
         for seed in range(args.seeds):
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                res = simulate(make_method("_variant", p, seed), p, RunTime(p.mean_runtime, p.cv),
-                               n_trials=10 ** 6, workers=args.workers, noise_std=p.noise_std,
-                               seed=1000 + seed, time_limit=horizon)
+            res = harness_run(p, args.workers, "_variant", seed)
             feasible = np.array([p.feasible(c) for c in res.configs], dtype=bool)
             for i, q in enumerate((0.25, 0.5, 1.0)):
                 ok = res.completed & feasible & (res.finish <= q * horizon)

@@ -10,13 +10,11 @@ parameter over the second half of the trials (where a method has left its start-
 from __future__ import annotations
 
 import argparse
-import warnings
 
 import numpy as np
 
-from benchmarks.compare import get_problem, make_method
+from benchmarks.compare import get_problem, harness_run
 from benchmarks.recorded import load
-from tuner.loop.simulator import RunTime, simulate
 
 
 def main() -> None:
@@ -32,11 +30,7 @@ def main() -> None:
     for method in args.methods:
         in_top, distinct, best, late = [], [], [], []
         for seed in range(args.seeds):
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                opt = make_method(method, p, seed)
-                res = simulate(opt, p, RunTime(p.mean_runtime, p.cv), n_trials=10 ** 6, workers=4,
-                               noise_std=p.noise_std, seed=1000 + seed, time_limit=p.horizon(4))
+            res = harness_run(p, 4, method, seed)
             rows = np.array([table.index(c) for c in res.configs])
             score = table.mean_score[rows]
             in_top.append(int((score >= top).sum()))
