@@ -85,6 +85,7 @@ from ray.tune.search import UNDEFINED_METRIC_MODE, UNDEFINED_SEARCH_SPACE, Searc
 from ray.tune.search.variant_generator import parse_spec_vars
 from ray.util.debug import log_once
 
+from tuner.core.fields import Field
 from tuner.core.optimizer import Optimizer
 from tuner.core.settings import Settings
 from tuner.core.persist import envelope, opened, write_atomic
@@ -293,11 +294,8 @@ class TunerSearch(Searcher):
             raise ValueError("context_space and context go together: pass both or neither")
         self._context_space = None if context_space is None else dict(context_space)
         self._context = None if context is None else dict(context)
-        if time_budget_s is not None and not (isinstance(time_budget_s, (int, float))
-                                              and not isinstance(time_budget_s, bool)
-                                              and math.isfinite(time_budget_s) and time_budget_s > 0):
-            raise ValueError(f"time_budget_s must be a number of seconds > 0 (got {time_budget_s!r})")
-        self._time_budget = None if time_budget_s is None else float(time_budget_s)
+        self._time_budget: float | None = Field((float, None), above=0, finite=True).check(
+            "time_budget_s", time_budget_s)
         self._deadline: float | None = None     # on the clock: the first suggestion + the budget
         # earlier results told once the optimizer exists: [parameters, value, error, pruned, context]
         self._evaluated: list[list[Any]] = []
