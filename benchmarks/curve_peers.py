@@ -36,7 +36,8 @@ from tuner.study.config import STUDY_OPTIMIZER_DEFAULTS
 
 from .peers import STUDY_2026_11_26, Adapter, OptunaAdapter, Suggestion, syne_tune_space
 
-OURS = ("tuner", "tuner-asha", "tuner-curve", "tuner-copula", "tuner-copula-matern", "tuner-study")
+OURS = ("tuner", "tuner-asha", "tuner-curve", "tuner-copula", "tuner-copula-matern", "tuner-study",
+        "tuner-study-asha", "tuner-study-curve")
 PEERS = ("random-topk", "ray-asha-random", "ray-asha-tpe", "optuna-tpe-hyperband",
          "optuna-tpe-sh", "syne-asha", "syne-bohb")
 METHODS = (*OURS, *PEERS)
@@ -224,12 +225,12 @@ def make(method: str, problem: Any, seed: int) -> tuple[Any, list[Any]]:
             extra["output_warp"] = "copula"
         elif method == "tuner-copula-matern":         # a study's defaults of 2026-11-26
             extra.update(STUDY_2026_11_26)
-        elif method == "tuner-study":                 # a study's defaults
+        elif method.startswith("tuner-study"):        # a study's defaults (and its rule)
             extra.update(STUDY_OPTIMIZER_DEFAULTS)
         opt = Optimizer(problem.space, seed=seed, objective_bounds=(0.0, 1.0), **extra)
-        if method == "tuner-asha":
+        if method.endswith("-asha"):
             rules.append(ASHA(epochs, GRACE, ETA))
-        elif method == "tuner-curve":
+        elif method.endswith("-curve"):
             rules.append(CurveRule(CurveModel(opt.space.dim, epochs, seed),
                                    lambda t: opt.trials[t].x, fid))
         return opt, rules

@@ -139,6 +139,7 @@ ABLATION: dict[str, dict[str, Any]] = {
     "study-believe3": {**FLOOR, "believe_past": 3},
     "study-believe0": {**FLOOR, "believe_past": 0},
     "study-finish": {**FLOOR, "believe_past": 3, "finish_by_deadline": True},
+    "study-idle": {**FLOOR, "believe_past": 3, "finish_by_deadline": True, "idle_near_deadline": True},
     "study-ts-believe3": {**FLOOR, "algorithm": "gp-ts-sdf", "believe_past": 3},
     # the Optimizer's defaults, running trials believed past 3 running
     "default-believe3": {**DEFAULT, "believe_past": 3},

@@ -166,6 +166,35 @@ def test_the_loop_gives_the_optimizer_its_deadline():
     assert opt.deadline == 5.0
 
 
+def test_idle_near_deadline_starts_nothing_once_no_run_could_finish():
+    """``idle_near_deadline``: with less time left than the fastest finished run took (1 s), no
+    run may start (``Optimizer.can_start``); with more left, without the switch or without a
+    deadline, any may."""
+    opt, clock = _fast_and_slow(idle_near_deadline=True)
+    assert opt.can_start()                               # no deadline
+    opt.deadline = clock.now + 0.5
+    assert not opt.can_start()
+    assert opt.can_start(now=clock.now - 1.0)            # 1.5 s left
+    plain, clock = _fast_and_slow()
+    plain.deadline = clock.now + 0.5
+    assert plain.can_start()
+
+
+def test_a_study_that_no_run_could_finish_in_time_ends_without_killing_runs():
+    """Runs of 1 s on 2 workers and a 5.5 s limit: with ``idle_near_deadline`` the loop starts
+    nothing at 5 s (0.5 s left) and the study ends then, 10 runs finished and none killed; without
+    it two more start and are killed at the limit."""
+    from tuner.loop.simulator import Fixed, simulate
+
+    ends = {}
+    for idle in (True, False):
+        opt, _ = make(idle_near_deadline=idle)
+        res = simulate(opt, lambda c: c["x"], Fixed(1.0), n_trials=100, workers=2, time_limit=5.5)
+        ends[idle] = (sorted(str(s) for s in res.status), float(res.finish.max()))
+    assert ends[True] == (["FINISHED"] * 10, pytest.approx(5.0))
+    assert ends[False][0] == ["FINISHED"] * 10 + ["KILLED"] * 2
+
+
 def test_soft_censoring_keeps_failed_trials_censored_and_results_exact():
     opt, _ = make(censoring="soft", censor_noise=0.2, n_initial=0, refit_every=10 ** 6)
     a = opt.suggest(config={"x": 0.3}).trial_id

@@ -183,6 +183,20 @@ def test_wall_clock_limit_kills_the_running_trials(ray_session, tmp_path):
     assert opt.settings.finish_by_deadline and 0 < opt.deadline - opt.trials[0].start_time <= 1.0
 
 
+def test_a_study_starts_no_run_that_could_not_finish_before_its_wall_clock_limit(ray_session, tmp_path):
+    """A study's default ``idle_near_deadline``: once less time is left than the shortest run
+    took, no run starts; the study ends when the running ones do and says why."""
+    cfg = load_study(study(tmp_path, study="idle", trainable_options={"time_scale": 0.5, "cv": 0.0},
+                           run={"trials": 100, "wall_clock_limit": 8.0, "max_concurrent": 2}))
+    result, printed = run_quietly(cfg)
+    opt = result.optimizer
+    assert opt.settings.idle_near_deadline and "none could finish" in printed
+    shortest = min(tr.finish_time - tr.start_time for tr in opt.trials if tr.status == Status.FINISHED)
+    last_start = max(tr.start_time for tr in opt.trials)
+    assert opt.deadline - last_start > shortest - 0.5     # the suggestion's time after the check
+    assert len(opt.trials) < 100
+
+
 def finished(progress_line: str) -> int:
     """The count of finished trials on a progress line."""
     return int(re.search(r"finished (\d+)/", progress_line).group(1))

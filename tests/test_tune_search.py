@@ -292,6 +292,35 @@ def test_time_budget_sets_the_deadline_and_a_restore_keeps_the_time_left():
                        **FAST).optimizer.deadline is None
 
 
+def test_time_budget_ends_the_search_once_no_run_could_finish():
+    """With ``time_budget_s`` and ``idle_near_deadline=True`` (off by default here), once less
+    time is left than the shortest run took (1 s), the searcher suggests nothing (None: ask
+    again later) while a trial runs, and ends the search (``Searcher.FINISHED``) once none
+    does; with more time left it suggests as before."""
+    from ray.tune.search import Searcher
+
+    now = [100.0]
+    assert not TunerSearch({"x": tune.uniform(0.0, 1.0)}, metric="loss",
+                           mode="min").optimizer.settings.idle_near_deadline
+    searcher = TunerSearch({"x": tune.uniform(0.0, 1.0)}, metric="loss", mode="min",
+                           time_budget_s=60, clock=lambda: now[0], idle_near_deadline=True, **FAST)
+    for name in "abc":
+        searcher.suggest(name)
+    now[0] = 101.0
+    for name in "ab":
+        searcher.on_trial_complete(name, {"loss": 0.5})
+    searcher.suggest("d")
+    now[0] = 102.0
+    searcher.on_trial_complete("c", {"loss": 0.5})
+    now[0] = 158.0                                     # 2 s left
+    assert isinstance(searcher.suggest("e"), dict)
+    now[0] = 159.5                                     # 0.5 s left, "d" and "e" running
+    assert searcher.suggest("f") is None
+    for name in "de":
+        searcher.on_trial_complete(name, {"loss": 0.5})
+    assert searcher.suggest("g") == Searcher.FINISHED
+
+
 def fast_and_slow(config):
     time.sleep(0.05 if config["x"] < 0.5 else 0.6)
     tune.report({"score": config["x"]})

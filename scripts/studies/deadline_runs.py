@@ -1,7 +1,9 @@
-"""What ``finish_by_deadline`` changes at the end of a study (the harness's horizon is the study's
-wall-clock limit): paired by seed, the share of the pool's worker-seconds spent on runs still
-going at the horizon (killed there), the runs finished by it, those over a budget, and the best
-feasible score they reached.
+"""What ``finish_by_deadline`` (``--after study-finish``, the default pair) or
+``idle_near_deadline`` (``--before study-finish --after study-idle``) changes at the end of a study
+(the harness's horizon is the study's wall-clock limit): paired by seed, the share of the pool's
+worker-seconds spent on runs still going at the horizon (killed there), the share of them used at
+all (a study that starts nothing more ends early), the runs finished by it, those over a budget,
+and the best feasible score they reached.
 
 One harness run per (problem, method, seed), as ``benchmarks.compare`` runs it; rows are appended
 to ``--out`` (a run already there is skipped), and a summary is printed.
@@ -33,27 +35,30 @@ def one_run(problem: str, method: str, seed: int, workers: int) -> dict[str, Any
     done = res.completed & (res.finish <= horizon)
     feasible = np.array([p.feasible(c) for c in res.configs], dtype=bool)
     killed = float(np.clip(horizon - res.start[~done], 0.0, None).sum())
+    used = float(np.clip(np.minimum(res.finish, horizon) - res.start, 0.0, None).sum())
     return {"problem": problem, "method": method, "seed": seed, "workers": workers,
             "trials": len(res.start), "finished": int(done.sum()),
-            "killed_share": killed / (workers * horizon),
+            "killed_share": killed / (workers * horizon), "used_share": used / (workers * horizon),
             "over_budget": int((done & ~feasible).sum()),
             "best": float(res.f_true[done & feasible].max()) if (done & feasible).any() else float("nan")}
 
 
-def summary(path: Path) -> None:
+def summary(path: Path, before: str = BEFORE, after: str = AFTER) -> None:
     runs: dict[tuple[str, str], dict[str, dict[str, str]]] = defaultdict(dict)
     with open(path, newline="") as fh:
         for r in csv.DictReader(fh):
             runs[(r["problem"], r["seed"])][r["method"]] = r
     for problem in sorted({p for p, _ in runs}):
-        pairs = [m for (p, _), m in runs.items() if p == problem and len(m) == 2]
+        pairs = [m for (p, _), m in runs.items() if p == problem and before in m and after in m]
         mean = lambda k, m: statistics.mean(float(x[m][k]) for x in pairs)  # noqa: E731
-        better = sum(float(x[AFTER]["best"]) > float(x[BEFORE]["best"]) for x in pairs)
-        worse = sum(float(x[AFTER]["best"]) < float(x[BEFORE]["best"]) for x in pairs)
-        print(f"{problem:18s} {len(pairs)} seeds: killed share {mean('killed_share', BEFORE):.3f} -> "
-              f"{mean('killed_share', AFTER):.3f}, finished {mean('finished', BEFORE):.1f} -> "
-              f"{mean('finished', AFTER):.1f}, over the budget {mean('over_budget', BEFORE):.1f} -> "
-              f"{mean('over_budget', AFTER):.1f}, best better/worse {better}/{worse}")
+        better = sum(float(x[after]["best"]) > float(x[before]["best"]) for x in pairs)
+        worse = sum(float(x[after]["best"]) < float(x[before]["best"]) for x in pairs)
+        used = (f", used share {mean('used_share', before):.3f} -> {mean('used_share', after):.3f}"
+                if all("used_share" in x[m] for x in pairs for m in (before, after)) else "")
+        print(f"{problem:18s} {len(pairs)} seeds: killed share {mean('killed_share', before):.3f} -> "
+              f"{mean('killed_share', after):.3f}{used}, finished {mean('finished', before):.1f} -> "
+              f"{mean('finished', after):.1f}, over the budget {mean('over_budget', before):.1f} -> "
+              f"{mean('over_budget', after):.1f}, best better/worse {better}/{worse}")
 
 
 def main() -> None:
@@ -62,6 +67,8 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=16)
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--before", default=BEFORE, help=f"harness method without the rule ({BEFORE})")
+    ap.add_argument("--after", default=AFTER, help=f"harness method with it ({AFTER})")
     args = ap.parse_args()
     seen = set()
     if args.out.exists():
@@ -69,12 +76,12 @@ def main() -> None:
             seen = {(r["problem"], r["method"], r["seed"]) for r in csv.DictReader(fh)}
     for seed in range(args.seeds):
         for problem in args.problems:
-            for method in (BEFORE, AFTER):
+            for method in (args.before, args.after):
                 if (problem, method, str(seed)) not in seen:
                     row = one_run(problem, method, seed, args.workers)
                     append_row(args.out, row)
                     print(row, flush=True)
-    summary(args.out)
+    summary(args.out, args.before, args.after)
 
 
 if __name__ == "__main__":

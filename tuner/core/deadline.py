@@ -15,6 +15,11 @@ those predicted within the run-to-run noise (the fit's noise sd, on the log scal
 fastest are left, the best chance of a result.  The model is used only once the time left is
 under ``SLACK`` times the longest run seen, where a candidate could be late; before that nothing
 changes.
+
+With ``Settings.idle_near_deadline`` a worker that frees is left idle once the time left is under
+the shortest run time of any finished run (``none_can_finish``): whatever it started would be
+killed at the deadline, so the study ends when its running trials do.  Model-free on purpose:
+the fastest run seen is already an optimistic guess, and a wrong guess costs a result.
 """
 
 from __future__ import annotations
@@ -94,6 +99,15 @@ class RunTimeModel:
                                                 np.random.default_rng([self.seed, k]), BOUNDS,
                                                 n_restarts=1, lengthscale_prior=True))
         return self._fit[1]
+
+
+def none_can_finish(trials: Sequence[Trial], now: float, deadline: float) -> bool:
+    """Whether the time left to ``deadline`` is under the shortest run of the finished ones (at
+    least ``MIN_RUNS`` of them): then no run started now is expected to finish."""
+    finished = [tr for tr in trials if tr.status == Status.FINISHED and tr.finish_time is not None]
+    if len(finished) < MIN_RUNS:
+        return False
+    return deadline - now < math.exp(float(log_run_times(finished).min()))
 
 
 def fit_size(n: int) -> int:

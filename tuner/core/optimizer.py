@@ -31,7 +31,7 @@ from .censoring import Window, censored_targets, constraint_view, counted
 from .constraints import SHIFTS, Constraint, arrived_since, check_reported, make_handler, sample
 from .constraints import feasible as _feasible
 from .context import Contexts
-from .deadline import RunTimeModel
+from .deadline import RunTimeModel, none_can_finish
 from .design import StartupDesign
 from .exploration import Exploration
 from .fit_job import Pool
@@ -257,6 +257,15 @@ class Optimizer:
         for c in self.constraints:
             if c.runtime and c.metric not in trial.metrics:
                 trial.metrics[c.metric] = trial.finish_time - trial.start_time
+
+    def can_start(self, now: float | None = None) -> bool:
+        """Whether a run started ``now`` may still finish before ``deadline``: False only with
+        ``idle_near_deadline`` once the time left is under the shortest finished run
+        (``tuner.core.deadline.none_can_finish``); the study loop then starts nothing more."""
+        if not self.settings.idle_near_deadline or self.deadline is None:
+            return True
+        now = float(self.clock()) if now is None else now
+        return not none_can_finish(self.trials, now, self.deadline)
 
     def started(self, trial_id: int, now: float | None = None) -> None:
         """A running trial's run began ``now``: its launch after the suggestion, or its start

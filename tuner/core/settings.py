@@ -76,6 +76,8 @@ class Settings:
     new_context: str = "mean"          # at a context without a result yet: the posterior mean
                                        # (no exploration term), or "ucb" (001 §5)
     finish_by_deadline: bool = False   # near Optimizer.deadline: only runs predicted to finish
+    idle_near_deadline: bool = False   # near Optimizer.deadline: start nothing once even the
+                                       # fastest finished run would not finish (can_start)
     running_correlation: float | None = 0.999   # never suggest x this correlated with a running
                                                 # trial (a copy); None: allowed (001)
     seed: int = 0
@@ -209,6 +211,7 @@ SETTINGS_FIELDS: dict[str, Field] = {
     "discrete_search": Field((str,), choices=("local", "round")),
     "running_correlation": Field((float, None), above=0, maximum=1),
     "finish_by_deadline": Field((bool,)),
+    "idle_near_deadline": Field((bool,)),
     "new_context": Field((str,), choices=("ucb", "mean")),
     "seed": Field((int,)),
     "constraints": Field((list, tuple)),

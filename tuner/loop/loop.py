@@ -6,7 +6,9 @@ slot frees, and tells it every outcome.  It owns every rule about *when* somethi
 * a trial is stopped (TIMED_OUT) when it has run ``Limits.trial_timeout`` seconds, or when it
   passes its run-time budget by ``stop_margin`` (``Optimizer.next_stop_time``);
 * at ``Limits.deadline`` (the wall-clock limit) every running trial is KILLED and nothing new
-  starts;
+  starts; before it, nothing starts while the optimizer says no run could finish in time
+  (``Optimizer.can_start``, ``Settings.idle_near_deadline``), and the study ends when the
+  running trials do;
 * between events it waits exactly until the next one: a result, the next stop, the deadline,
   the next scheduled start (``Limits.slots=None``: one start per ``interval``, paper 001 §6), or
   a callback's wake-up (the progress line).  There is no fixed poll.
@@ -220,6 +222,7 @@ class StudyLoop:
         self.fidelity, self.stopping = fidelity, list(stopping)
         self.latest: dict[int, dict[str, float]] = {}   # running trial -> its last reported metrics
         self.context = context      # z_t of every suggestion (paper 001 §5), if the study has one
+        self.held_at: float | None = None   # when the optimizer first said no run could finish
 
     def run(self, restart: Iterable[tuple[int, Mapping[str, Any]]] = ()) -> bool:
         """Run to the end; False if a stop was requested (the running trials are abandoned,
@@ -246,7 +249,13 @@ class StudyLoop:
 
     def _may_start(self, now: float) -> bool:
         deadline = self.limits.deadline
-        return self.started < self.limits.trials and (deadline is None or now < deadline)
+        if self.started >= self.limits.trials or (deadline is not None and now >= deadline):
+            return False
+        can_start = getattr(self.optimizer, "can_start", None)
+        if can_start is not None and not can_start(now):
+            self.held_at = now if self.held_at is None else self.held_at
+            return False
+        return True
 
     def _fill(self, now: float) -> None:
         """Start trials: into every free slot, or (slots=None) the one due at ``now``."""

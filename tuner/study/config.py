@@ -59,11 +59,13 @@ def check_section(section: str, data: Any, schema: Mapping[str, Field]) -> dict[
 # that the ranks of near-tied scores read as noise, not as a rough function ("A noise floor under
 # the rank warp"); with more than 3 trials running, a running trial enters the GP at the posterior
 # mean, not the minimum ("Wide pools: running trials at the posterior mean"); near the study's
-# wall-clock limit only runs predicted to finish are started ("The study's deadline"); smooth
+# wall-clock limit only runs predicted to finish are started, and none once even the fastest
+# finished run would not finish ("The study's deadline"); smooth
 # test functions keep the Optimizer's own defaults.
 STUDY_OPTIMIZER_DEFAULTS: dict[str, Any] = {"output_warp": "copula", "kernel": "matern52",
                                             "noise_floor": 1e-3, "believe_past": 3,
-                                            "finish_by_deadline": True}
+                                            "finish_by_deadline": True,
+                                            "idle_near_deadline": True}
 
 
 def study_optimizer_defaults(algorithm: Any = None, context: bool = False) -> dict[str, Any]:

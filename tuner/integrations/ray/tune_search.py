@@ -226,6 +226,9 @@ class TunerSearch(Searcher):
             ``tune.TuneConfig(time_budget_s=...)`` (Ray Tune does not pass it to a searcher):
             from the first suggestion on, with ``finish_by_deadline`` (on by default here), near
             its end only configurations predicted to finish in the time left are suggested.
+            With ``idle_near_deadline=True`` (off here, unlike a study: a trial's time from
+            suggestion to result includes its actor's start) none is once the time left is
+            under the shortest finished run, and the search ends when the running trials have.
             The time left is checkpointed, so a restored experiment goes on with it.
         time_attr, max_t: with a scheduler that stops trials early (ASHA), its time attribute
             and the value a full run reaches; a trial stopped before is censored (module
@@ -272,6 +275,10 @@ class TunerSearch(Searcher):
                                           "objective_bounds": objective_bounds,
                                           "seed": int(seed),
                                           **study_optimizer_defaults(algorithm, context is not None),
+                                          # off here: a Tune trial's time from suggestion to
+                                          # result includes its actor's start, so the shortest
+                                          # run is overstated and the search would end too soon
+                                          "idle_near_deadline": False,
                                           **optimizer_settings}
         if "mode" in self._settings:
             raise ValueError("pass mode as TunerSearch(mode=...), not as an optimizer setting")
@@ -366,6 +373,10 @@ class TunerSearch(Searcher):
             self._deadline = self._clock() + self._time_budget
         if self._deadline is not None:
             self.optimizer.deadline = self._deadline      # finish_by_deadline reads it
+        if trial_id not in self._trial_ids and not self.optimizer.can_start():
+            # no run could finish in the time left (idle_near_deadline): start none, and end
+            # the search once the running trials have (a faster one may still finish first)
+            return Searcher.FINISHED if not self.optimizer.running else None
         if trial_id in self._trial_ids:   # asked twice for the same trial: same answer
             config = self.optimizer.trials[self._trial_ids[trial_id]].config
             return {**copy.deepcopy(self._constants), **copy.deepcopy(config)}
