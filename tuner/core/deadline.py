@@ -17,7 +17,7 @@ under ``SLACK`` times the longest run seen, where a candidate could be late; bef
 changes.
 
 With ``Settings.idle_near_deadline`` a worker that frees is left idle once the time left is under
-the shortest run time of any finished run (``none_can_finish``): whatever it started would be
+the shortest run time of any finished run (``shortest_run``): whatever it started would be
 killed at the deadline, so the study ends when its running trials do.  Model-free on purpose:
 the fastest run seen is already an optimistic guess, and a wrong guess costs a result.
 """
@@ -101,13 +101,13 @@ class RunTimeModel:
         return self._fit[1]
 
 
-def none_can_finish(trials: Sequence[Trial], now: float, deadline: float) -> bool:
-    """Whether the time left to ``deadline`` is under the shortest run of the finished ones (at
-    least ``MIN_RUNS`` of them): then no run started now is expected to finish."""
+def shortest_run(trials: Sequence[Trial]) -> float:
+    """The shortest run time of the finished trials, or 0 with fewer than ``MIN_RUNS`` of them:
+    with less time left than this, no run started now is expected to finish."""
     finished = [tr for tr in trials if tr.status == Status.FINISHED and tr.finish_time is not None]
     if len(finished) < MIN_RUNS:
-        return False
-    return deadline - now < math.exp(float(log_run_times(finished).min()))
+        return 0.0
+    return math.exp(float(log_run_times(finished).min()))
 
 
 def fit_size(n: int) -> int:

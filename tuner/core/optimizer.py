@@ -31,7 +31,7 @@ from .censoring import Window, censored_targets, constraint_view, counted
 from .constraints import SHIFTS, Constraint, arrived_since, check_reported, make_handler, sample
 from .constraints import feasible as _feasible
 from .context import Contexts
-from .deadline import RunTimeModel, none_can_finish
+from .deadline import RunTimeModel, shortest_run
 from .design import StartupDesign
 from .exploration import Exploration
 from .fit_job import Pool
@@ -130,6 +130,7 @@ class Optimizer:
         # when the study ends, on this clock (the loop sets it; not saved: a session's own)
         self.deadline: float | None = None
         self.run_times = RunTimeModel(s.seed)
+        self._shortest: tuple[int, float] | None = None   # (outcomes seen, shortest_run then)
 
     # --- public API ---------------------------------------------------------------------------
 
@@ -261,11 +262,13 @@ class Optimizer:
     def can_start(self, now: float | None = None) -> bool:
         """Whether a run started ``now`` may still finish before ``deadline``: False only with
         ``idle_near_deadline`` once the time left is under the shortest finished run
-        (``tuner.core.deadline.none_can_finish``); the study loop then starts nothing more."""
+        (``tuner.core.deadline.shortest_run``); the study loop then starts nothing more."""
         if not self.settings.idle_near_deadline or self.deadline is None:
             return True
         now = float(self.clock()) if now is None else now
-        return not none_can_finish(self.trials, now, self.deadline)
+        if self._shortest is None or self._shortest[0] != self._outcomes:   # one pass per outcome
+            self._shortest = (self._outcomes, shortest_run(self.trials))
+        return self.deadline - now >= self._shortest[1]
 
     def started(self, trial_id: int, now: float | None = None) -> None:
         """A running trial's run began ``now``: its launch after the suggestion, or its start
