@@ -186,8 +186,8 @@ def test_wall_clock_limit_kills_the_running_trials(ray_session, tmp_path):
 def test_a_study_starts_no_run_that_could_not_finish_before_its_wall_clock_limit(ray_session, tmp_path):
     """A study's default ``idle_near_deadline``: once less time is left than the shortest run
     took, no run starts; the study ends when the running ones do and says why."""
-    cfg = load_study(study(tmp_path, study="idle", trainable_options={"time_scale": 0.5, "cv": 0.0},
-                           run={"trials": 100, "wall_clock_limit": 8.0, "max_concurrent": 2}))
+    cfg = load_study(study(tmp_path, study="idle", trainable_options={"time_scale": 1.5, "cv": 0.0},
+                           run={"trials": 100, "wall_clock_limit": 12.0, "max_concurrent": 2}))
     result, printed = run_quietly(cfg)
     opt = result.optimizer
     assert opt.settings.idle_near_deadline and "none could finish" in printed

@@ -222,7 +222,7 @@ class StudyLoop:
         self.fidelity, self.stopping = fidelity, list(stopping)
         self.latest: dict[int, dict[str, float]] = {}   # running trial -> its last reported metrics
         self.context = context      # z_t of every suggestion (paper 001 §5), if the study has one
-        self.held_at: float | None = None   # when the optimizer first said no run could finish
+        self.held_at: float | None = None   # since when the optimizer says no run could finish
 
     def run(self, restart: Iterable[tuple[int, Mapping[str, Any]]] = ()) -> bool:
         """Run to the end; False if a stop was requested (the running trials are abandoned,
@@ -275,6 +275,7 @@ class StudyLoop:
         self.backend.launch(trial_id, config)
         now = max(now, self.backend.clock())
         self.optimizer.started(trial_id, now)
+        self.held_at = None                     # (a faster run finished since a hold)
         self.running[trial_id] = now
         self.started += 1
         for cb in self.callbacks:
