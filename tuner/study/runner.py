@@ -279,10 +279,10 @@ class StudyRunner:
             backend.close()
         if done and loop.held_at is not None:
             limit = self.cfg.run.wall_clock_limit
-            progress.message(f"\nstarted no run after {loop.held_at - study.t0:.0f} s: with "
-                             f"{study.t0 + limit - self.session.elapsed_before - loop.held_at:.0f} s "
-                             f"left of run.wall_clock_limit = {limit:g} s none could finish "
-                             f"(shorter than any finished run; optimizer.idle_near_deadline)")
+            left = study.t0 + limit - self.session.elapsed_before - loop.held_at
+            progress.message(f"\nstarted no run after {loop.held_at - study.t0:.1f} s: with "
+                             f"{left:.1f} s left of run.wall_clock_limit = {limit:g} s, less than "
+                             f"any run took, none could finish (optimizer.idle_near_deadline)")
         if failure:
             progress.message(f"\nstopped: {failure}")
         elif not done:
