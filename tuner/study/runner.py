@@ -279,7 +279,7 @@ class StudyRunner:
             backend.close()
         if done and loop.held_at is not None:
             limit = self.cfg.run.wall_clock_limit
-            left = study.t0 + limit - self.session.elapsed_before - loop.held_at
+            left = loop.limits.deadline - loop.held_at
             progress.message(f"\nstarted no run after {loop.held_at - study.t0:.1f} s: with "
                              f"{left:.1f} s left of run.wall_clock_limit = {limit:g} s, less than "
                              f"any run took, none could finish (optimizer.idle_near_deadline)")

@@ -373,13 +373,13 @@ class TunerSearch(Searcher):
             self._deadline = self._clock() + self._time_budget
         if self._deadline is not None:
             self.optimizer.deadline = self._deadline      # finish_by_deadline reads it
-        if trial_id not in self._trial_ids and not self.optimizer.can_start():
-            # no run could finish in the time left (idle_near_deadline): start none, and end
-            # the search once the running trials have (a faster one may still finish first)
-            return Searcher.FINISHED if not self.optimizer.running else None
         if trial_id in self._trial_ids:   # asked twice for the same trial: same answer
             config = self.optimizer.trials[self._trial_ids[trial_id]].config
             return {**copy.deepcopy(self._constants), **copy.deepcopy(config)}
+        if not self.optimizer.can_start():
+            # no run could finish in the time left (idle_near_deadline): start none, and end
+            # the search once the running trials have (a faster one may still finish first)
+            return Searcher.FINISHED if not self.optimizer.running else None
         if self._points:
             point = self._points[0]
             s = self.optimizer.suggest(config={k: point[k] for k in self._space.names},
