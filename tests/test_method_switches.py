@@ -240,6 +240,33 @@ def test_start_up_design_is_sobol_in_start_order_whatever_order_results_arrive()
         assert np.allclose(xs, opt.space.snap(sobol))
 
 
+def test_random_fraction_spends_that_share_of_the_choices_away_from_the_peak():
+    """Past the start-up design a share random_fraction of the choices is a random point: on a
+    sharp peak the GP keeps near it, with random_fraction 0.5 about half the choices land
+    anywhere; the same seed gives the same choices."""
+    def far_share(fraction):
+        opt, _ = make(random_fraction=fraction, n_candidates=128, n_local=16, n_starts=1)
+        xs = []
+        for t in range(40):
+            s = opt.suggest()
+            x = float(opt.trials[s.trial_id].x[0])
+            opt.tell(s.trial_id, float(np.exp(-((x - 0.3) / 0.05) ** 2)))
+            if t >= 10:
+                xs.append(x)
+        return float(np.mean(np.abs(np.array(xs) - 0.3) > 0.15)), xs
+
+    none, _ = far_share(0.0)
+    half, xs = far_share(0.5)
+    assert none <= 0.1
+    assert 0.3 <= half <= 0.7
+    assert far_share(0.5)[1] == xs
+
+
+def test_random_fraction_must_be_below_one():
+    with pytest.raises(ValueError, match=r"random_fraction.*\[0, 1\)"):
+        Settings(random_fraction=1.0).validate()
+
+
 def test_startup_until_result_keeps_to_sobol_while_no_result_has_arrived():
     """A pool wider than the design: with startup_until_result the suggestions made before any
     result continue the Sobol sequence (the GP would choose from pending trials alone); the

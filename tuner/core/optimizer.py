@@ -153,6 +153,8 @@ class Optimizer:
         elif self.settings.startup_until_result and not any(
                 tr.status == Status.FINISHED for tr in self.trials):
             x = self.design.point(t, self.rng, extend=True)   # a GP with no result: keep to Sobol
+        elif self.settings.random_fraction > 0 and self.rng.random() < self.settings.random_fraction:
+            x = self.design.point(t, self.rng)    # past the design: a random point (or row)
         else:
             x = self._choose(now, t, z)
         x = self.space.snap(x)[0]

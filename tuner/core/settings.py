@@ -78,6 +78,8 @@ class Settings:
     finish_by_deadline: bool = False   # near Optimizer.deadline: only runs predicted to finish
     idle_near_deadline: bool = False   # near Optimizer.deadline: start nothing once even the
                                        # fastest finished run would not finish (can_start)
+    random_fraction: float = 0.0       # past the start-up design, this share of the choices is a
+                                       # random point (BOHB's rule; a study with ASHA: 1/3)
     running_correlation: float | None = 0.999   # never suggest x this correlated with a running
                                                 # trial (a copy); None: allowed (001)
     seed: int = 0
@@ -209,6 +211,7 @@ SETTINGS_FIELDS: dict[str, Field] = {
     "n_starts": Field((int,), minimum=0),
     "refine": Field((str,), choices=("joint", "each")),
     "discrete_search": Field((str,), choices=("local", "round")),
+    "random_fraction": Field((float,), minimum=0, below=1),
     "running_correlation": Field((float, None), above=0, maximum=1),
     "finish_by_deadline": Field((bool,)),
     "idle_near_deadline": Field((bool,)),
