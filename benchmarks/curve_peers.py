@@ -32,7 +32,7 @@ from tuner.core.curves import CurveModel
 from tuner.core.trial import Status
 from tuner.loop.simulator import OBJECTIVE
 from tuner.loop.stopping import ASHA, CurveRule, Fidelity, PaceBudget
-from tuner.study.config import study_optimizer_defaults
+from tuner.study.config import STUDY_OPTIMIZER_DEFAULTS
 
 from .peers import STUDY_2026_11_26, Adapter, OptunaAdapter, Suggestion, syne_tune_space
 
@@ -226,7 +226,7 @@ def make(method: str, problem: Any, seed: int) -> tuple[Any, list[Any]]:
         elif method == "tuner-copula-matern":         # a study's defaults of 2026-11-26
             extra.update(STUDY_2026_11_26)
         elif method.startswith("tuner-study"):        # a study's defaults (and its rule)
-            extra.update(study_optimizer_defaults(rule="asha" if method.endswith("-asha") else "none"))
+            extra.update(STUDY_OPTIMIZER_DEFAULTS)
         opt = Optimizer(problem.space, seed=seed, objective_bounds=(0.0, 1.0), **extra)
         if method.endswith("-asha"):
             rules.append(ASHA(epochs, GRACE, ETA))

@@ -215,37 +215,3 @@ def test_a_resumed_study_gives_asha_and_the_curve_rule_what_the_ended_trials_rep
     assert asha.rungs == before.rungs                         # ids[4] (still running) left out
     assert sorted(curve.model.done) == ids[:3] and curve.best == pytest.approx(0.2 + 0.04 + 0.1)
     assert replay_stopping([asha], opt, {}) == 0
-
-
-def _by_epoch(config):
-    for epoch in range(1, 4):
-        yield {"epoch": epoch, "score": config["x"] * epoch}
-
-
-def _progress_config(tmp_path, **sections):
-    from tuner.study.config import load_study
-
-    return load_study({"study": "s", "trainable": _by_epoch,
-                       "space": {"x": {"type": "float", "low": 0.0, "high": 1.0}},
-                       "objective": {"metric": "score", "mode": "max"},
-                       "fidelity": {"metric": "epoch", "max": 3},
-                       "output": str(tmp_path), **sections})
-
-
-def test_a_study_with_asha_makes_a_third_of_its_choices_random_unless_told_otherwise(tmp_path):
-    """ASHA stops the slow starters at its first rung, and a GP that sees them there locks onto
-    the few runs that pass; so with ASHA a study's optimizer makes a third of its choices at
-    random (BOHB's rule), with the curve rule or none it makes none, and a user's
-    random_fraction wins; a resumed study compares the setting with that default."""
-    from tuner.study.runner import at_defaults
-
-    asha = _progress_config(tmp_path, early_stopping={"rule": "asha"})
-    assert asha.settings.random_fraction == pytest.approx(1 / 3)
-    for rule in ("curve", "none"):
-        assert _progress_config(tmp_path, early_stopping={"rule": rule}).settings.random_fraction == 0
-    mine = _progress_config(tmp_path, early_stopping={"rule": "asha"},
-                            optimizer={"random_fraction": 0.1})
-    assert mine.settings.random_fraction == pytest.approx(0.1)
-    now = asha.resolved()["optimizer"]
-    assert at_defaults(["random_fraction"], now, rule="asha")
-    assert not at_defaults(["random_fraction"], now, rule="none")

@@ -102,24 +102,6 @@ def test_with_tuner_search_stopped_runs_are_censored_with_the_reason_and_the_bes
     assert np.mean([f < best - 0.05 for f in finals]) > 0.5
 
 
-def test_with_asha_the_search_makes_a_third_of_its_choices_random_as_a_study_does():
-    """TunerScheduler(rule="asha") with a TunerSearch sets its random_fraction to 1/3 (built
-    or not yet built), unless the user passed one; with the curve rule it stays 0."""
-    later = TunerSearch(metric="score", mode="max", **FAST)        # the optimizer comes later
-    TunerScheduler(search=later, rule="asha", time_attr="epoch", max_t=EPOCHS)
-    later.set_search_properties("score", "max", SPACE)
-    assert later.optimizer.settings.random_fraction == pytest.approx(1 / 3)
-    built = TunerSearch(SPACE, metric="score", mode="max", **FAST)
-    TunerScheduler(search=built, rule="asha", time_attr="epoch", max_t=EPOCHS)
-    assert built.optimizer.settings.random_fraction == pytest.approx(1 / 3)
-    mine = TunerSearch(SPACE, metric="score", mode="max", random_fraction=0.0, **FAST)
-    TunerScheduler(search=mine, rule="asha", time_attr="epoch", max_t=EPOCHS)
-    assert mine.optimizer.settings.random_fraction == 0.0
-    curve = TunerSearch(SPACE, metric="score", mode="max", **FAST)
-    TunerScheduler(search=curve, time_attr="epoch", max_t=EPOCHS)
-    assert curve.optimizer.settings.random_fraction == 0.0
-
-
 def test_the_pace_rule_stops_a_run_whose_pace_passes_the_budget():
     sched = TunerScheduler(metric="score", mode="max", time_attr="epoch", max_t=EPOCHS,
                            rule="none", budget=0.5)

@@ -79,7 +79,7 @@ class Settings:
     idle_near_deadline: bool = False   # near Optimizer.deadline: start nothing once even the
                                        # fastest finished run would not finish (can_start)
     random_fraction: float = 0.0       # past the start-up design, this share of the choices is a
-                                       # random point (BOHB's rule; a study with ASHA: 1/3)
+                                       # random point (BOHB's rule; an option, measured with ASHA)
     running_correlation: float | None = 0.999   # never suggest x this correlated with a running
                                                 # trial (a copy); None: allowed (001)
     seed: int = 0

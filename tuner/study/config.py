@@ -68,22 +68,12 @@ STUDY_OPTIMIZER_DEFAULTS: dict[str, Any] = {"output_warp": "copula", "kernel": "
                                             "idle_near_deadline": True}
 
 
-# With ASHA a third of the choices past the start-up design is random, as in BOHB: ASHA stops
-# the slow starters at the first rung, and a GP that sees them there locks onto the few runs
-# that pass (docs/method.md "Why our ASHA ends low").
-ASHA_RANDOM_FRACTION = 1 / 3
-
-
-def study_optimizer_defaults(algorithm: Any = None, context: bool = False,
-                             rule: str = "none") -> dict[str, Any]:
+def study_optimizer_defaults(algorithm: Any = None, context: bool = False) -> dict[str, Any]:
     """``STUDY_OPTIMIZER_DEFAULTS`` for a study with this ``algorithm`` (None: the default),
-    with or without a ``context`` and with this early-stopping ``rule``: Thompson sampling with
-    a context starts without the rank warp, which spreads the pooled contexts' near-tied top
-    scores and makes its draws wander (docs/contextual.md "Thompson sampling and the rank
-    warp"); with ASHA a share ``ASHA_RANDOM_FRACTION`` of the choices is random."""
+    with or without a ``context``: Thompson sampling with a context starts without the rank
+    warp, which spreads the pooled contexts' near-tied top scores and makes its draws wander
+    (docs/contextual.md "Thompson sampling and the rank warp")."""
     defaults = dict(STUDY_OPTIMIZER_DEFAULTS)
-    if rule == "asha":
-        defaults["random_fraction"] = ASHA_RANDOM_FRACTION
     try:
         thompson = algorithm is not None and get_algorithm(str(algorithm)).estimate == "ts"
     except ValueError:        # an unknown name: the optimizer section's check names it
@@ -437,9 +427,8 @@ def load_study(source: str | Path | Mapping[str, Any],
     budget = _budget_section(top["budget"]) if top["budget"] else None
     run = _run_section(top["run"])
     asked = top["optimizer"] or {}
-    progress = _progress_sections(top, trainable, options)
     opt = {**study_optimizer_defaults(asked.get("algorithm") if isinstance(asked, Mapping) else None,
-                                      top["context"] is not None, progress[1].rule), **asked}
+                                      top["context"] is not None), **asked}
     for key, section in (("mode", "objective.mode"), ("objective_bounds", "objective.bounds")):
         if key in opt:
             raise ConfigError(f"optimizer.{key}: set it as {section}")
@@ -449,7 +438,7 @@ def load_study(source: str | Path | Mapping[str, Any],
     cfg = StudyConfig(study, trainable.name, options, dict(space_spec), objective, budget,
                       optimizer_settings(opt), run, RaySection(**check_section("ray", top["ray"], RAY_SCHEMA)),
                       _mlflow_section(top["mlflow"]), top["output"], fn,
-                      *progress,
+                      *_progress_sections(top, trainable, options),
                       *_context_sections(top, space_spec))
     if budget is None:
         return cfg

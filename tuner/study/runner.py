@@ -67,13 +67,11 @@ def _differing(saved: dict[str, Any], now: dict[str, Any]) -> list[str]:
     return [k for k in set(saved) | set(now) if _text(saved.get(k)) != _text(now.get(k))]
 
 
-def at_defaults(keys: list[str], now: dict[str, Any], context: bool = False,
-                rule: str = "none") -> bool:
+def at_defaults(keys: list[str], now: dict[str, Any], context: bool = False) -> bool:
     """Every one of these optimizer settings is at today's study default (with or without a
-    ``context``, with this early-stopping ``rule``): a resumed study whose saved settings differ
-    only there differs because a default changed since it started, not because the user asked
-    for it."""
-    defaults = {**Settings().to_dict(), **study_optimizer_defaults(now.get("algorithm"), context, rule)}
+    ``context``): a resumed study whose saved settings differ only there differs because a
+    default changed since it started, not because the user asked for it."""
+    defaults = {**Settings().to_dict(), **study_optimizer_defaults(now.get("algorithm"), context)}
     return all(k in defaults and _text(now.get(k)) == _text(defaults[k]) for k in keys)
 
 
@@ -200,12 +198,12 @@ class StudyRunner:
         kept: list[str] = []
         if "optimizer" in changed:
             diff = sorted(_differing(state["config"]["optimizer"] or {}, new["optimizer"]))
-            with_context, rule = cfg.context is not None, cfg.early_stopping.rule
-            if at_defaults(diff, new["optimizer"], with_context, rule):
+            with_context = cfg.context is not None
+            if at_defaults(diff, new["optimizer"], with_context):
                 kept = diff
                 changed.remove("optimizer")
             else:     # name what the user changed, not a default that moved since
-                asked = [k for k in diff if not at_defaults([k], new["optimizer"], with_context, rule)]
+                asked = [k for k in diff if not at_defaults([k], new["optimizer"], with_context)]
                 changed[changed.index("optimizer")] = "optimizer: " + ", ".join(asked)
         if changed:
             raise ConfigError(f"--resume: the config changed {changed} since the study started; "

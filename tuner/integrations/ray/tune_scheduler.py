@@ -20,9 +20,7 @@ Rules (``rule=``):
   configuration in the unit cube: from the ``TunerSearch`` passed as ``search=`` (which also
   learns from the stopped runs, censored at the value they reached), or from ``space=`` (the
   param space) with any other searcher.
-* ``asha``: asynchronous successive halving on rungs ``grace * eta^k`` (``ASHA``).  With
-  ``search=``, a third of its choices past the start-up design are then random
-  (``random_fraction``, as in a study), unless you passed ``random_fraction`` to it.
+* ``asha``: asynchronous successive halving on rungs ``grace * eta^k`` (``ASHA``).
 * ``none``: no rule on the score.
 
 With ``budget=`` (seconds of ``budget_attr``, by default Ray's ``time_total_s``), the pace rule
@@ -52,7 +50,6 @@ from tuner.core.curves import CurveModel
 from tuner.core.space import SearchSpace
 from tuner.core.trial import Status
 from tuner.loop.stopping import ASHA, CurveRule, Fidelity, PaceBudget, StoppingRule
-from tuner.study.config import ASHA_RANDOM_FRACTION
 
 if TYPE_CHECKING:
     from .tune_search import TunerSearch
@@ -127,8 +124,6 @@ class TunerScheduler(FIFOScheduler):
         self._ray_ids: list[str] = []
         if search is not None:
             search.scheduler = self
-            if rule == "asha":     # as in a study: a third of the choices random (BOHB's rule)
-                search.default_setting("random_fraction", ASHA_RANDOM_FRACTION)
 
     # --- the rules --------------------------------------------------------------------------
 

@@ -238,8 +238,7 @@ class TunerSearch(Searcher):
             study, ``output_warp`` defaults to ``copula`` (``none`` for Thompson sampling with a
             context), ``kernel`` to ``matern52``, ``noise_floor`` to 1e-3, ``believe_past``
             to 3 and ``finish_by_deadline`` to true, which acts only with ``time_budget_s``
-            (``tuner.study.config.study_optimizer_defaults``); with a ``TunerScheduler`` using
-            ASHA, ``random_fraction`` to 1/3.
+            (``tuner.study.config.study_optimizer_defaults``).
 
     Example::
 
@@ -264,7 +263,6 @@ class TunerSearch(Searcher):
             _check_mode(mode)
         super().__init__(metric=metric, mode=mode)
         self._clock: Callable[[], float] = optimizer_settings.pop("clock", time.time)
-        self._asked = frozenset(optimizer_settings)    # the settings the user passed
         if budget is not None:
             # Not ``runtime``: the time since suggest() bounds Ray's time_total_s from above
             # (it includes scheduling), so it is no lower bound of the metric.
@@ -322,15 +320,6 @@ class TunerSearch(Searcher):
         self._furthest = -math.inf             # the largest time_attr any trial reached
         self.scheduler: Any = None             # a TunerScheduler used alongside (its state is ours)
         self._setup()
-
-    def default_setting(self, key: str, value: Any) -> None:
-        """Set an optimizer setting the user did not pass, now and for the optimizer built
-        later (a ``TunerScheduler`` with ASHA sets ``random_fraction``, as a study does)."""
-        if key in self._asked:
-            return
-        self._settings[key] = value
-        if self.optimizer is not None:
-            setattr(self.optimizer.settings, key, value)
 
     # --- set-up ---------------------------------------------------------------------------------
 
