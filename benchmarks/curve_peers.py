@@ -14,7 +14,8 @@ stopping is its own code, reached through its own API; nothing of theirs is re-i
   (``on_trial_complete``, or ``on_trial_remove`` for a run it stopped).
 * ``random-topk``: random configurations; a run goes on after its first epoch only if its
   value is in the top third of the first-epoch values seen so far (the plain baseline).
-* Ours: the default GP searcher with no rule, with our ASHA, and with the curve rule; on a
+* Ours: the default GP searcher with no rule, with our ASHA (``-asha-auto``: its first rung
+  learned, ``grace: auto``), and with the curve rule; on a
   budgeted problem with the run-time budget as a constraint, ``stop_margin`` 1 and the pace
   rule, as ``tuner run`` sets them.
 """
@@ -31,13 +32,13 @@ from tuner import Optimizer
 from tuner.core.curves import CurveModel
 from tuner.core.trial import Status
 from tuner.loop.simulator import OBJECTIVE
-from tuner.loop.stopping import ASHA, CurveRule, Fidelity, PaceBudget
+from tuner.loop.stopping import ASHA, CurveRule, Fidelity, PaceBudget, asha_rule
 from tuner.study.config import STUDY_OPTIMIZER_DEFAULTS
 
 from .peers import STUDY_2026_11_26, Adapter, OptunaAdapter, Suggestion, syne_tune_space
 
 OURS = ("tuner", "tuner-asha", "tuner-curve", "tuner-copula", "tuner-copula-matern", "tuner-study",
-        "tuner-study-asha", "tuner-study-curve")
+        "tuner-study-asha", "tuner-study-curve", "tuner-asha-auto", "tuner-study-asha-auto")
 PEERS = ("random-topk", "ray-asha-random", "ray-asha-tpe", "optuna-tpe-hyperband",
          "optuna-tpe-sh", "syne-asha", "syne-bohb")
 METHODS = (*OURS, *PEERS)
@@ -230,6 +231,8 @@ def make(method: str, problem: Any, seed: int) -> tuple[Any, list[Any]]:
         opt = Optimizer(problem.space, seed=seed, objective_bounds=(0.0, 1.0), **extra)
         if method.endswith("-asha"):
             rules.append(ASHA(epochs, GRACE, ETA))
+        elif method.endswith("-asha-auto"):
+            rules.append(asha_rule(epochs, "auto", ETA))
         elif method.endswith("-curve"):
             rules.append(CurveRule(CurveModel(opt.space.dim, epochs, seed),
                                    lambda t: opt.trials[t].x, fid))

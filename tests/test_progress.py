@@ -12,7 +12,7 @@ from tuner import PAPER_EXACT, Optimizer, Settings
 from tuner.core.trial import Status
 from tuner.loop.problems import CrossingCurves
 from tuner.loop.simulator import Fixed, simulate
-from tuner.loop.stopping import ASHA, Fidelity, PaceBudget
+from tuner.loop.stopping import ASHA, Fidelity, PaceBudget, asha_rule
 
 CURVES = CrossingCurves(epochs=27)
 FIDELITY = Fidelity("epoch", 27)
@@ -34,6 +34,59 @@ def test_asha_rungs_and_cutoff_follow_successive_halving():
     low.decide(0, 1, 0.5, 1.0)
     low.decide(1, 1, 0.9, 1.0)
     assert low.decide(2, 1, 0.95, 1.0) is not None         # minimizing: the large value stops
+
+
+def _report(rule, run, curve, upto=None):
+    """Every step of ``curve`` ({step: value}) up to ``upto``; the first reason to stop."""
+    for step, value in sorted(curve.items()):
+        if upto is not None and step > upto:
+            return None
+        reason = rule.decide(run, step, value, float(step))
+        if reason is not None:
+            return reason
+    return None
+
+
+def test_asha_with_grace_auto_learns_its_first_rung_where_the_winners_would_have_been_kept():
+    """grace: auto.  Eight runs whose ranks at epochs 1 and 3 are the reverse of their final
+    ranks (slow starters end best) and agree from epoch 9: nothing is stopped before the eighth
+    finishes, then the first rung is 9 and ASHA applies from there, its rung holding every
+    value reported at 9 so far; a run that is low at epochs 1 and 3 is not stopped there."""
+    rule = asha_rule(27, "auto", 3)
+    finals = np.linspace(0.5, 0.9, 8)
+    for run, final in enumerate(finals):
+        curve = {1: 1.0 - final, 3: 1.1 - final, 9: final - 0.1, 27: final}
+        assert _report(rule, run, curve) is None
+        assert rule.asha is None
+        rule.on_end(run, Status.FINISHED, final)
+    assert rule.grace == 9 and [m for m, _ in rule.asha.rungs] == [9]
+    assert sorted(rule.asha.rungs[0][1]) == list(range(8))
+    assert _report(rule, 8, {1: 0.01, 3: 0.02}) is None          # the slow start goes on
+    reason = _report(rule, 8, {9: 0.45})                          # below the cutoff at 9
+    assert reason is not None and "rung 9" in reason and "first rung learned: 9" in reason
+    assert _report(rule, 9, {9: 0.85}) is None
+
+
+def test_asha_with_grace_auto_stops_nothing_where_no_rung_keeps_the_winners():
+    rule = asha_rule(27, "auto", 3)
+    finals = np.linspace(0.5, 0.9, 8)
+    for run, final in enumerate(finals):       # reversed ranks at every rung below 27
+        _report(rule, run, {1: 1.0 - final, 3: 1.1 - final, 9: 1.2 - final, 27: final})
+        rule.on_end(run, Status.FINISHED, final)
+    assert rule.grace == 27 and rule.asha is None
+    assert _report(rule, 8, {1: 0.0, 3: 0.0, 9: 0.0}) is None
+    with pytest.raises(ValueError, match="grace: expected a number > 0 or 'auto'"):
+        asha_rule(27, "fast", 3)
+
+
+def test_on_crossing_curves_grace_auto_keeps_the_slow_starters_that_asha_stops():
+    """Simulated study on crossing curves: ASHA from epoch 1 stops the slow starters that end
+    best; with grace auto the first rung is learned above epoch 3 and the study ends higher."""
+    opt1, _ = curves_study([ASHA(max_t=27, grace=1, eta=3)], n=60)
+    auto = asha_rule(27, "auto", 3)
+    opt2, _ = curves_study([auto], n=60)
+    assert auto.grace is not None and auto.grace > 3
+    assert opt2.best().value > opt1.best().value + 0.02
 
 
 def test_pace_budget_projects_the_full_run_from_its_pace_after_its_start_up():
@@ -215,3 +268,46 @@ def test_a_resumed_study_gives_asha_and_the_curve_rule_what_the_ended_trials_rep
     assert asha.rungs == before.rungs                         # ids[4] (still running) left out
     assert sorted(curve.model.done) == ids[:3] and curve.best == pytest.approx(0.2 + 0.04 + 0.1)
     assert replay_stopping([asha], opt, {}) == 0
+
+
+def test_a_resumed_study_gives_grace_auto_its_learned_rung_and_rungs_back():
+    """``replay_stopping`` rebuilds ``grace: auto`` as the cut-off run had it: the first rung
+    learned from the same 8 finished runs and ASHA's rungs with the same values."""
+    from tuner.study.budget import replay_stopping
+
+    opt = Optimizer({"x": {"type": "float", "low": 0.0, "high": 1.0}}, seed=0, clock=lambda: 0.0)
+    ids = [opt.suggest().trial_id for _ in range(11)]
+    curves = {t: [(k, 0.05 * t + 0.01 * k) for k in range(1, 28)] for t in ids}
+    before = asha_rule(27, "auto", 3)
+    for t in ids[:10]:
+        for step, value in curves[t]:
+            before.decide(t, step, value, 0.0)
+        opt.tell(t, curves[t][-1][1])
+        before.on_end(t, Status.FINISHED, curves[t][-1][1])
+    assert before.grace == 1
+    again = asha_rule(27, "auto", 3)
+    assert replay_stopping([again], opt, curves) == 10
+    assert again.grace == before.grace and again.asha.rungs == before.asha.rungs
+
+
+def _by_epoch(config):
+    for epoch in range(1, 4):
+        yield {"epoch": epoch, "score": config["x"] * epoch}
+
+
+def test_a_study_takes_grace_auto_and_names_the_field_for_a_bad_grace(tmp_path):
+    from tuner.study.budget import stopping_rules
+    from tuner.study.config import ConfigError, load_study
+
+    def config(grace):
+        return load_study({"study": "s", "trainable": _by_epoch,
+                           "space": {"x": {"type": "float", "low": 0.0, "high": 1.0}},
+                           "objective": {"metric": "score", "mode": "max"},
+                           "fidelity": {"metric": "epoch", "max": 3}, "output": str(tmp_path),
+                           "early_stopping": {"rule": "asha", "grace": grace}})
+
+    cfg = config("auto")
+    rules = stopping_rules(cfg, Optimizer(cfg.space, cfg.settings))
+    assert [type(r).__name__ for r in rules] == ["LearnedGraceASHA"]
+    with pytest.raises(ConfigError, match=r"early_stopping.grace: expected a number or 'auto', got 'fast'"):
+        config("fast")

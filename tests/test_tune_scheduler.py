@@ -102,6 +102,30 @@ def test_with_tuner_search_stopped_runs_are_censored_with_the_reason_and_the_bes
     assert np.mean([f < best - 0.05 for f in finals]) > 0.5
 
 
+def test_asha_with_grace_auto_stops_nothing_until_eight_runs_finished():
+    """rule="asha", grace="auto" under Ray Tune's calls: no trial is stopped before 8 have
+    finished.  With the learning rate fixed the curves keep their order, so the first rung is
+    learned at epoch 1 and later trials are stopped there; with crossing curves (random
+    learning rates) no rung keeps the winners and none is stopped."""
+    rng = np.random.default_rng(3)
+    configs = [{"lr": 0.003, "width": int(w)} for w in rng.integers(8, 257, 30)]
+    trials = [Trial("__fake", config=c, stub=True) for c in configs]
+    sched = TunerScheduler(metric="score", mode="max", time_attr="epoch", max_t=EPOCHS,
+                           rule="asha", grace="auto")
+    reached = drive(sched, trials, {t.trial_id: c for t, c in zip(trials, configs)}, workers=2)
+    assert sched.rules()[0].grace == 1
+    ids = [t.trial_id for t in trials]
+    assert all(reached[i] == EPOCHS for i in ids[:8])
+    stopped = [i for i in ids if reached[i] < EPOCHS]
+    assert len(stopped) >= 5 and all("first rung learned: 1" in sched.reasons[i] for i in stopped)
+
+    crossing = TunerScheduler(metric="score", mode="max", time_attr="epoch", max_t=EPOCHS,
+                              rule="asha", grace="auto")
+    trials, configs = random_trials(30, seed=3)
+    reached = drive(crossing, trials, configs, workers=2)
+    assert crossing.rules()[0].grace == EPOCHS and set(reached.values()) == {EPOCHS}
+
+
 def test_the_pace_rule_stops_a_run_whose_pace_passes_the_budget():
     sched = TunerScheduler(metric="score", mode="max", time_attr="epoch", max_t=EPOCHS,
                            rule="none", budget=0.5)
@@ -150,6 +174,7 @@ def test_the_state_travels_in_the_search_checkpoint_and_the_rules_continue(tmp_p
     ({"rule": "asha", "max_t": 0}, "max_t must be a number > 0"),
     ({"rule": "asha", "budget": -1}, "budget must be a number of seconds > 0"),
     ({"rule": "asha", "eta": 1}, "ASHA needs eta > 1"),
+    ({"rule": "asha", "grace": "fast"}, "grace: expected a number > 0 or 'auto'"),
 ])
 def test_bad_arguments_name_the_argument_and_the_allowed_values(kwargs, match):
     with pytest.raises(ValueError, match=match):

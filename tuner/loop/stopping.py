@@ -5,6 +5,8 @@ reason.  Progress is read from the study's ``Fidelity`` (e.g. ``epoch`` of 80).
 * ``ASHA``: asynchronous successive halving (Li et al. 2020, as Ray Tune's
   ``AsyncHyperBandScheduler`` applies it): rungs at ``grace * eta^k``; a run reaching a rung
   continues only if its value is in the top 1/eta of the values recorded at that rung so far.
+* ``LearnedGraceASHA``: ASHA whose first rung is the lowest at which the first finished runs'
+  winners would have been kept (``grace: auto``).
 * ``PaceBudget``: a run whose pace puts its full length over the run-time budget (with
   confidence, from the spread of its own step times) is stopped as soon as its reports show
   it (the product's rule: the papers do not stop runs), instead of when it passes the budget
@@ -88,6 +90,90 @@ class ASHA:
                 recorded[trial_id] = value
                 return stop
         return None
+
+
+@dataclass
+class LearnedGraceASHA:
+    """ASHA whose first rung is learned from the study's first ``n_finished`` finished runs
+    (``early_stopping: {rule: asha, grace: auto}``; the product's rule, not in Li et al.).
+    ASHA's premise is that a run's rank at a rung is its rank at full length; where curves cross
+    (a learning rate that starts slow and ends best) the first rungs stop the runs that would win.
+    Until ``n_finished`` runs have finished no run is stopped, and every run's value at each
+    candidate rung 1, eta, eta^2, ... (fidelity units, below ``max_t``) is kept.  Then the first
+    rung is the lowest candidate at which each of the best ceil(n / eta) finished runs was in the
+    top 1/eta of the finished runs (ASHA's own cutoff), that is where ASHA would have kept the
+    winners; if there is none, no run is ever stopped.  From then on ``ASHA`` with that grace
+    decides, its rungs holding every value reported there so far."""
+
+    max_t: float
+    eta: float = 3.0
+    mode: str = "max"
+    n_finished: int = 8
+    levels: list[float] = field(default_factory=list)
+    at: dict[int, dict[float, float]] = field(default_factory=dict)   # run -> {level: value}
+    finals: dict[int, float] = field(default_factory=dict)            # as a maximization
+    grace: float | None = None        # learned; max_t: no rung keeps the winners, no stopping
+    asha: ASHA | None = None
+
+    def __post_init__(self) -> None:
+        if self.eta <= 1 or self.n_finished < 2:
+            raise ValueError(f"ASHA with grace auto needs eta > 1 and n_finished >= 2 (got "
+                             f"{self.eta}, {self.n_finished})")
+        r = 1.0
+        while r < self.max_t:        # as ASHA's rungs are built, so that the floats agree
+            self.levels.append(r)
+            r *= self.eta
+
+    @property
+    def sign(self) -> float:
+        return 1.0 if self.mode == "max" else -1.0
+
+    def decide(self, trial_id: int, step: float, value: float, elapsed: float) -> str | None:
+        seen = self.at.setdefault(trial_id, {})
+        for level in self.levels:
+            if step >= level and level not in seen:
+                seen[level] = value
+        if self.asha is None:
+            return None
+        reason = self.asha.decide(trial_id, step, value, elapsed)
+        return None if reason is None else f"{reason} (first rung learned: {self.grace:g})"
+
+    def on_end(self, trial_id: int, status: Status, value: float | None) -> None:
+        """The first ``n_finished`` finished runs' final values; at the last, the first rung."""
+        if (self.grace is not None or status != Status.FINISHED or value is None
+                or not math.isfinite(value)):
+            return
+        self.finals[trial_id] = self.sign * value
+        if len(self.finals) >= self.n_finished:
+            self.grace = self._first_rung()
+            if self.grace < self.max_t:
+                self.asha = ASHA(self.max_t, self.grace, self.eta, self.mode)
+                for milestone, recorded in self.asha.rungs:
+                    recorded.update({i: seen[milestone] for i, seen in self.at.items()
+                                     if milestone in seen})
+
+    def _first_rung(self) -> float:
+        ids = list(self.finals)
+        best = sorted(ids, key=lambda i: -self.finals[i])[:math.ceil(len(ids) / self.eta)]
+        for level in self.levels:
+            values = {i: self.sign * self.at[i][level] for i in ids
+                      if level in self.at.get(i, {})}
+            if len(values) < len(ids):
+                continue                # a finished run that never reported there
+            cutoff = float(np.percentile(list(values.values()), (1 - 1 / self.eta) * 100))
+            if all(values[i] >= cutoff for i in best):
+                return level
+        return self.max_t
+
+
+def asha_rule(max_t: float, grace: float | str, eta: float, mode: str = "max"
+              ) -> ASHA | LearnedGraceASHA:
+    """ASHA with this first rung, or with ``grace="auto"`` the rung learned (``LearnedGraceASHA``)."""
+    if grace == "auto":
+        return LearnedGraceASHA(max_t, eta, mode)
+    if isinstance(grace, bool) or not isinstance(grace, (int, float)):
+        raise ValueError(f"grace: expected a number > 0 or 'auto', got {grace!r}")
+    return ASHA(max_t, float(grace), eta, mode)
 
 
 @dataclass

@@ -13,7 +13,7 @@ from tuner.core.trial import Status
 from tuner.loop.loop import LoopCallback, Outcome, StudyLoop
 from tuner.core.curves import CurveModel
 from tuner.core.optimizer import Optimizer
-from tuner.loop.stopping import ASHA, CurveRule, PaceBudget, StoppingRule
+from tuner.loop.stopping import CurveRule, PaceBudget, StoppingRule, asha_rule
 
 from .config import MEASURED, Budget, ConfigError, StudyConfig
 from .executor import Executor, RunFailed, TrainableFailed
@@ -91,7 +91,7 @@ def stopping_rules(cfg: StudyConfig, optimizer: Optimizer) -> list[StoppingRule]
     if b is not None and b.metric == "runtime" and b.pace_margin is not None:
         rules.append(PaceBudget(b.seconds, fid, b.pace_margin))
     if es.rule == "asha":
-        rules.append(ASHA(fid.max, es.grace, es.eta, cfg.objective.mode))
+        rules.append(asha_rule(fid.max, es.grace, es.eta, cfg.objective.mode))
     elif es.rule == "curve":
         model = CurveModel(optimizer.space.dim, fid.max, cfg.run.seed)
         rules.append(CurveRule(model, lambda tid: optimizer.trials[tid].x, fid,

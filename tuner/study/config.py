@@ -153,7 +153,8 @@ FIDELITY_SCHEMA = {"metric": Field((str,), "epoch"), "max": Field((float, None),
 STOPPING_RULES = ("none", "asha", "curve")
 EARLY_STOPPING_SCHEMA = {
     "rule": Field((str,), "none", STOPPING_RULES),
-    "grace": Field((float,), 1.0, above=0),      # ASHA's first rung, in fidelity units
+    "grace": Field((float,), 1.0, above=0, words=("auto",)),   # ASHA's first rung (fidelity
+    # units), or auto: learned from the first finished runs (stopping.LearnedGraceASHA)
     "eta": Field((float,), 3.0, above=1),        # ASHA's reduction factor
     "kappa": Field((float,), 2.0, minimum=0),    # curve: stop when mu + kappa sigma < the best
 }
@@ -283,10 +284,10 @@ class Run:
 
 @dataclass(frozen=True)
 class EarlyStopping:
-    """The ``early_stopping`` section (``tuner.loop.stopping``): ``none`` or ``asha``."""
+    """The ``early_stopping`` section (``tuner.loop.stopping``): ``none``, ``asha`` or ``curve``."""
 
     rule: str = "none"
-    grace: float = 1.0
+    grace: float | str = 1.0            # or "auto"
     eta: float = 3.0
     kappa: float = 2.0
 

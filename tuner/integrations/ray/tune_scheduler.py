@@ -49,7 +49,7 @@ from ray.tune.schedulers.trial_scheduler import FIFOScheduler, TrialScheduler
 from tuner.core.curves import CurveModel
 from tuner.core.space import SearchSpace
 from tuner.core.trial import Status
-from tuner.loop.stopping import ASHA, CurveRule, Fidelity, PaceBudget, StoppingRule
+from tuner.loop.stopping import CurveRule, Fidelity, PaceBudget, StoppingRule, asha_rule
 
 if TYPE_CHECKING:
     from .tune_search import TunerSearch
@@ -74,7 +74,8 @@ class TunerScheduler(FIFOScheduler):
         time_attr: the result key that counts progress (``training_iteration``, ``epoch``).
         max_t: its value at full length.
         rule: ``curve`` (default), ``asha`` or ``none``.
-        grace, eta: ASHA's first rung and reduction factor.
+        grace, eta: ASHA's first rung (or ``"auto"``: learned from the first 8 finished
+            runs, ``LearnedGraceASHA``) and reduction factor.
         kappa: the curve rule's confidence (stop when mu + kappa sigma < the best).
         budget: seconds a full run may take (``budget_attr``); with it, the pace rule.
         budget_attr: the result key of the seconds a run has taken.
@@ -87,7 +88,7 @@ class TunerScheduler(FIFOScheduler):
 
     def __init__(self, metric: str | None = None, mode: str | None = None,
                  time_attr: str = "training_iteration", max_t: float = 100,
-                 rule: str = "curve", grace: float = 1, eta: float = 3, kappa: float = 2.0,
+                 rule: str = "curve", grace: float | str = 1, eta: float = 3, kappa: float = 2.0,
                  budget: float | None = None, budget_attr: str = "time_total_s",
                  pace_margin: float = 0.0, search: "TunerSearch | None" = None,
                  space: Mapping[str, Any] | SearchSpace | None = None, seed: int = 0):
@@ -115,7 +116,7 @@ class TunerScheduler(FIFOScheduler):
 
             self.space = space if isinstance(space, SearchSpace) else split_param_space(space)[0]
         if rule == "asha":   # validated now, not at the first result
-            ASHA(self.max_t, grace, eta)
+            asha_rule(self.max_t, grace, eta)
         self.configs: dict[str, dict[str, Any]] = {}
         self.reasons: dict[str, str] = {}            # Ray trial id -> why it was stopped
         self.events: list[list[Any]] = []            # what the rules were told (replayed on restore)
@@ -146,7 +147,7 @@ class TunerScheduler(FIFOScheduler):
             if self.budget is not None:
                 rules.append(PaceBudget(float(self.budget), fid, self.pace_margin))
             if self.rule == "asha":
-                rules.append(ASHA(self.max_t, self.grace, self.eta, self._mode or "max"))
+                rules.append(asha_rule(self.max_t, self.grace, self.eta, self._mode or "max"))
             elif self.rule == "curve":
                 dim = (self.search.optimizer.space.dim if self.search is not None
                        and self.search.optimizer is not None else self.space.dim)
