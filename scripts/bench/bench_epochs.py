@@ -7,7 +7,7 @@ start to the last trial's end: Ray's and MLflow's start-up are left out, as they
 for both), how many trials finished, were stopped, went over the budget, and the worker-seconds
 spent on runs that did not finish.  ``--trials`` sets the trials of both; ``--epochs-trials``
 lets the reporting study run more trials (it spends less per trial); ``--rules`` runs it again
-with other ``early_stopping`` rules (none, asha, curve).
+with other ``early_stopping`` rules (none, asha, curve; ``asha:auto`` or ``asha:9`` with that grace).
 
     python scripts/bench/bench_epochs.py --seeds 3 --out docs/results/epochs
 """
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import re
 import statistics
 import tempfile
 from pathlib import Path
@@ -34,8 +35,10 @@ CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 
 def one_run(name: str, seed: int, trials: int, root: Path, rule: str | None = None) -> dict:
     data = read_yaml(CONFIGS / f"{name}.yaml")
-    if rule is not None:
-        data["early_stopping"] = {**data["early_stopping"], "rule": rule}
+    if rule is not None:      # "asha:auto": the rule and its grace
+        name_, _, grace = rule.partition(":")
+        data["early_stopping"] = {**data["early_stopping"], "rule": name_,
+                                  **({"grace": grace if grace == "auto" else float(grace)} if grace else {})}
     cfg = load_study(data, {"seed": seed, "trials": trials, "output": str(root / "runs"),
                             "tracking_uri": f"sqlite:///{root}/mlflow.db"})
     result = study_runner(cfg, progress=Progress(stream=io.StringIO())).run()
@@ -53,7 +56,10 @@ def one_run(name: str, seed: int, trials: int, root: Path, rule: str | None = No
             "over_budget": sum(result.optimizer.constraints[0].observed(tr) is not None
                                and result.optimizer.constraints[0].observed(tr) > 0 for tr in trs),
             "worker_s_not_finished": round(wasted, 2),
-            "budget_s": round(result.optimizer.constraints[0].limit, 3)}
+            "budget_s": round(result.optimizer.constraints[0].limit, 3),
+            "learned_rung": next((m.group(1) for tr in trs for m in
+                                  [re.search(r"first rung learned: ([0-9.]+)", tr.reason or "")]
+                                  if m), "")}
 
 
 def main() -> None:
