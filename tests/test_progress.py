@@ -65,6 +65,11 @@ def test_asha_with_grace_auto_learns_its_first_rung_where_the_winners_would_have
     reason = _report(rule, 8, {9: 0.45})                          # below the cutoff at 9
     assert reason is not None and "rung 9" in reason and "first rung learned: 9" in reason
     assert _report(rule, 9, {9: 0.85}) is None
+    loss = asha_rule(27, "auto", 3, mode="min")                   # the same, minimizing -value
+    for run, final in enumerate(finals):
+        _report(loss, run, {1: final - 1.0, 3: final - 1.1, 9: 0.1 - final, 27: -final})
+        loss.on_end(run, Status.FINISHED, -final)
+    assert loss.grace == 9 and _report(loss, 8, {9: -0.45}) is not None
 
 
 def test_asha_with_grace_auto_stops_nothing_where_no_rung_keeps_the_winners():
