@@ -72,6 +72,34 @@ def test_asha_with_grace_auto_learns_its_first_rung_where_the_winners_would_have
     assert loss.grace == 9 and _report(loss, 8, {9: -0.45}) is not None
 
 
+def test_a_study_says_once_which_first_rung_grace_auto_learned():
+    import io
+
+    from tuner.study.callbacks import ShowProgress
+    from tuner.study.progress import Progress
+
+    class Quiet(Progress):            # no progress line due: only the messages print
+        def due(self, news=False):
+            return False
+
+    out = io.StringIO()
+    rule = asha_rule(27, "auto", 3)
+    show = ShowProgress(None, Quiet(stream=out), [rule], "epoch")
+    show.on_step(None)
+    assert out.getvalue() == ""                                   # nothing learned yet
+    for run, final in enumerate(np.linspace(0.5, 0.9, 8)):
+        _report(rule, run, {1: 1.0 - final, 3: 1.1 - final, 9: final - 0.1, 27: final})
+        rule.on_end(run, Status.FINISHED, final)
+    show.on_step(None)
+    show.on_step(None)
+    assert out.getvalue() == ("ASHA (grace: auto): first rung at epoch 9, the lowest where the "
+                              "best of the first 8 finished runs were in the top 1/3\n")
+    never = asha_rule(27, "auto", 3, mode="min")
+    for run in range(8):
+        never.on_end(run, Status.FINISHED, 0.1)
+    assert never.learned_text("epoch").endswith("so ASHA stops no run")
+
+
 def test_asha_with_grace_auto_stops_nothing_where_no_rung_keeps_the_winners():
     rule = asha_rule(27, "auto", 3)
     finals = np.linspace(0.5, 0.9, 8)

@@ -152,6 +152,17 @@ class LearnedGraceASHA:
                     recorded.update({i: seen[milestone] for i, seen in self.at.items()
                                      if milestone in seen})
 
+    def learned_text(self, metric: str) -> str | None:
+        """What was learned, once it is (a study prints it)."""
+        if self.grace is None:
+            return None
+        n = len(self.finals)
+        if self.asha is None:
+            return (f"ASHA (grace: auto): at no {metric} below {self.max_t:g} were the best of the "
+                    f"first {n} finished runs in the top 1/{self.eta:g}, so ASHA stops no run")
+        return (f"ASHA (grace: auto): first rung at {metric} {self.grace:g}, the lowest where the "
+                f"best of the first {n} finished runs were in the top 1/{self.eta:g}")
+
     def _first_rung(self) -> float:
         ids = list(self.finals)
         best = sorted(ids, key=lambda i: -self.finals[i])[:math.ceil(len(ids) / self.eta)]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import csv
 import time
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from tuner.core.persist import append_row, csv_text, write_table
 from tuner.loop.loop import LoopCallback, Outcome, Report, StudyLoop
@@ -86,10 +86,14 @@ class ShowProgress(LoopCallback):
     """The progress line: when trials have ended (at most every ``Progress.min_gap`` seconds),
     else every ``Progress.interval`` seconds; the snapshot is computed only for a line."""
 
-    def __init__(self, study: Study, progress: Progress):
+    def __init__(self, study: Study, progress: Progress, rules: Sequence[Any] = (),
+                 metric: str = "step"):
         self.study, self.progress = study, progress
         self.ended = 0     # trials ended since the last line
         self.said_subset = False
+        # rules that learn something once (ASHA's first rung with grace: auto), said once
+        self.learning = [r for r in rules if hasattr(r, "learned_text")]
+        self.metric = metric
 
     def on_end(self, outcome: Outcome) -> None:
         self.ended += 1
@@ -101,6 +105,11 @@ class ShowProgress(LoopCallback):
             self.progress.message(subset_text(opt))
 
     def on_step(self, loop: StudyLoop) -> None:
+        for rule in list(self.learning):
+            text = rule.learned_text(self.metric)
+            if text is not None:
+                self.learning.remove(rule)
+                self.progress.message(text)
         if self.progress.due(self.ended > 0):
             self.progress.update(self.study.snapshot(), force=self.ended > 0)
             self.ended = 0

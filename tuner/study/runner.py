@@ -263,7 +263,8 @@ class StudyRunner:
             loop = StudyLoop(opt, backend, self._limits(), metric=study.metric,
                              callbacks=[Curves(study, self.cfg.directory / CURVES_CSV), self.saver, self.table, self.logger, fail_fast,
                                         NothingFitsWarning(study, progress),
-                                        ShowProgress(study, progress)],
+                                        ShowProgress(study, progress, rules, self.cfg.fidelity.metric
+                                                     if self.cfg.fidelity else "step")],
                              should_stop=stop, fidelity=self.cfg.fidelity, stopping=rules,
                              context=study_context(self.cfg, opt))
             study.running = loop.running
