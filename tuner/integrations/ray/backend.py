@@ -109,9 +109,10 @@ class RayBackend:
 
     def __init__(self, task: Any, trainable: str | Callable, options: Mapping[str, Any],
                  seed: int, clock: Callable[[], float] = time.time, grace: float = 5.0,
-                 interrupted: Callable[[], bool] = lambda: False):
+                 interrupted: Callable[[], bool] = lambda: False, owns_ray: bool = False):
         self.task, self.trainable, self.options, self.seed = task, trainable, dict(options), seed
         self.clock, self.grace, self.interrupted = clock, grace, interrupted
+        self.owns_ray = owns_ray      # the Ray is shut down after the study: it ends the tasks
         self._running: dict[ray.ObjectRef, int] = {}
         self._stopping: dict[ray.ObjectRef, float] = {}    # cancelled -> when to kill its worker
 
@@ -149,16 +150,23 @@ class RayBackend:
         self._stopping[ref] = self.clock() + self.grace
 
     def abandon(self, settle: float = 3.0) -> None:
-        """Kill every running trial's worker, and wait (at most ``settle`` seconds) until Ray has
-        settled the cancelled tasks: a ``ray.shutdown`` racing their replies crashed the driver's
-        core worker (``TaskManager::CompletePendingTask``) once in a CI run, exit code 1."""
+        """End every running trial now.  On a Ray this study started, nothing is cancelled: its
+        shutdown ends the tasks, and a ``ray.cancel`` racing a task's own completion crashed the
+        driver's core worker (``TaskManager::CompletePendingTask``; twice in CI runs, exit code 1
+        instead of 2, even with a wait for the cancelled tasks before the shutdown).  On a joined
+        cluster only the tasks not done yet are cancelled, politely first (a KeyboardInterrupt),
+        and the workers of those still running after ``settle`` seconds are killed."""
         refs = [*self._running, *self._stopping]
-        for ref in refs:
-            ray.cancel(ref, force=True)
         self._running.clear()
         self._stopping.clear()
-        if refs:
-            _wait(refs, len(refs), settle)
+        if self.owns_ray or not refs:
+            return
+        _, left = _wait(refs, len(refs), 0)
+        for ref in left:
+            ray.cancel(ref, force=False)
+        _, left = _wait(left, len(left), settle) if left else ([], [])
+        for ref in left:
+            ray.cancel(ref, force=True)
 
     def close(self) -> None:
         """Kill the workers of stopped trials that are still running."""

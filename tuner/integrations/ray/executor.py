@@ -182,7 +182,7 @@ class RayExecutor:
     def backend(self, clock: Callable[[], float], grace: float,
                 interrupted: Callable[[], bool]) -> RayBackend:
         return RayBackend(self._task, self.trainable, self.options, self.run.seed, clock=clock,
-                          grace=grace, interrupted=interrupted)
+                          grace=grace, interrupted=interrupted, owns_ray=self.started_here)
 
     def fit_pool(self) -> RayFitPool:
         """Where the optimizer's deferred fits run: an actor beside the trials (``fits``)."""
