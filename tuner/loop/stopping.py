@@ -82,14 +82,19 @@ class ASHA:
             if step >= milestone and trial_id not in recorded:
                 stop = None
                 if recorded:
-                    cutoff = float(np.nanpercentile([sign * v for v in recorded.values()],
-                                                    (1 - 1 / self.eta) * 100))
+                    cutoff = top_cutoff([sign * v for v in recorded.values()], self.eta)
                     if sign * value < cutoff:
                         stop = (f"ASHA: {value:.4g} at rung {milestone:g} is not in the top "
                                 f"1/{self.eta:g} of the {len(recorded)} runs there")
                 recorded[trial_id] = value
                 return stop
         return None
+
+
+def top_cutoff(values: list[float], eta: float) -> float:
+    """ASHA's cutoff at a rung: the 1 - 1/eta quantile of the values there (as a maximization);
+    a run at or above it is in the top 1/eta."""
+    return float(np.nanpercentile(values, (1 - 1 / eta) * 100))
 
 
 @dataclass
@@ -119,10 +124,8 @@ class LearnedGraceASHA:
         if self.eta <= 1 or self.n_finished < 2:
             raise ValueError(f"ASHA with grace auto needs eta > 1 and n_finished >= 2 (got "
                              f"{self.eta}, {self.n_finished})")
-        r = 1.0
-        while r < self.max_t:        # as ASHA's rungs are built, so that the floats agree
-            self.levels.append(r)
-            r *= self.eta
+        # ASHA's own rungs from 1, so that a learned grace's rungs are these very floats
+        self.levels = [m for m, _ in reversed(ASHA(self.max_t, 1.0, self.eta, self.mode).rungs)]
 
     @property
     def sign(self) -> float:
@@ -171,7 +174,7 @@ class LearnedGraceASHA:
                       if level in self.at.get(i, {})}
             if len(values) < len(ids):
                 continue                # a finished run that never reported there
-            cutoff = float(np.percentile(list(values.values()), (1 - 1 / self.eta) * 100))
+            cutoff = top_cutoff(list(values.values()), self.eta)
             if all(values[i] >= cutoff for i in best):
                 return level
         return self.max_t
