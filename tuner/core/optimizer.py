@@ -45,7 +45,7 @@ from .space import SearchSpace
 from .state import built_with, changing_state, restore, state_dict
 from .subset import choose_subset
 from .targets import RankWarp, normalized, reward_range
-from .trial import Status, Trial
+from .trial import Status, Trial, mode_sign
 from .views import PosteriorView
 
 
@@ -315,7 +315,7 @@ class Optimizer:
                 and (not feasible or _feasible(tr, self.constraints))]
         if not done:
             return None
-        sign = 1.0 if self.settings.mode == "max" else -1.0
+        sign = mode_sign(self.settings.mode)
         return max(done, key=lambda tr: sign * tr.value)
 
     @property

@@ -10,13 +10,13 @@ import numpy as np
 from scipy.special import ndtri
 from scipy.stats import rankdata
 
-from .trial import Status, Trial
+from .trial import Status, Trial, mode_sign
 
 
 def reward_range(mode: str, bounds: Sequence[float] | None, trials: Sequence[Trial]) -> tuple[float, float]:
     """[lo, hi] of sign * objective that the targets map to [0, 1]: ``bounds`` (the
     ``objective_bounds``) if known, else the observed range (001 §3.3's proxy)."""
-    sign = 1.0 if mode == "max" else -1.0
+    sign = mode_sign(mode)
     if bounds is not None:
         lo, hi = sorted(sign * np.asarray(bounds, dtype=float))
         return float(lo), float(hi)
@@ -75,6 +75,5 @@ def normalized(trials: Sequence[Trial], mode: str, lo: float, hi: float,
     """The trials' objective values (or ``values``) mapped to [0, 1] over [lo, hi], as a
     maximization, then through ``warp`` if given."""
     vals = np.array([tr.value for tr in trials] if values is None else values, dtype=float)
-    sign = 1.0 if mode == "max" else -1.0
-    u = np.clip((sign * vals - lo) / (hi - lo), 0.0, 1.0)
+    u = np.clip((mode_sign(mode) * vals - lo) / (hi - lo), 0.0, 1.0)
     return u if warp is None else warp(u)

@@ -103,6 +103,11 @@ class Trial:
         return cls(**d)
 
 
+def mode_sign(mode: str) -> float:
+    """+1 for ``mode`` max, -1 for min: ``mode_sign(mode) * value`` is a maximization."""
+    return 1.0 if mode == "max" else -1.0
+
+
 def projected_runtime(p1: float, t1: float, pk: float, tk: float, full: float = 1.0) -> float:
     """A run's time at progress ``full`` from two reports, (p1, t1) and (pk, tk): the pace
     between them carried on from the last, so a slow start-up (loading data, building the

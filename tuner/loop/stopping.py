@@ -28,7 +28,7 @@ from typing import Callable, Protocol
 import numpy as np
 
 from tuner.core.curves import CurveModel, _on_grid
-from tuner.core.trial import Status, projected_runtime
+from tuner.core.trial import Status, mode_sign, projected_runtime
 
 
 @dataclass(frozen=True)
@@ -77,7 +77,7 @@ class ASHA:
         self.rungs = [(r, {}) for r in reversed(levels)]
 
     def decide(self, trial_id: int, step: float, value: float, elapsed: float) -> str | None:
-        sign = 1.0 if self.mode == "max" else -1.0
+        sign = mode_sign(self.mode)
         for milestone, recorded in self.rungs:
             if step >= milestone and trial_id not in recorded:
                 stop = None
@@ -129,7 +129,7 @@ class LearnedGraceASHA:
 
     @property
     def sign(self) -> float:
-        return 1.0 if self.mode == "max" else -1.0
+        return mode_sign(self.mode)
 
     def decide(self, trial_id: int, step: float, value: float, elapsed: float) -> str | None:
         seen = self.at.setdefault(trial_id, {})
@@ -276,7 +276,7 @@ class CurveRule:
 
     @property
     def sign(self) -> float:
-        return 1.0 if self.mode == "max" else -1.0
+        return mode_sign(self.mode)
 
     def decide(self, trial_id: int, step: float, value: float, elapsed: float) -> str | None:
         self.model.observe(trial_id, self.x_of(trial_id), step, self.sign * value)

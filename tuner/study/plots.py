@@ -17,6 +17,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (after choosing the backend)
 
+from tuner.core.trial import mode_sign  # noqa: E402
 from tuner.study.record import TrialRecord  # noqa: E402
 
 SCORE_PNG = "score_vs_wallclock.png"
@@ -36,7 +37,7 @@ def best_so_far(records: Sequence[TrialRecord], metric: str, mode: str = "max"
                 ) -> list[tuple[float, float]]:
     """(end time, best feasible score among the FINISHED trials ended by then), one point per
     improvement, in end-time order."""
-    sign = 1.0 if mode == "max" else -1.0
+    sign = mode_sign(mode)
     out: list[tuple[float, float]] = []
     for r in sorted(records, key=lambda r: r.end_time):
         if r.status != "FINISHED" or metric not in r.metrics or not feasible(r):

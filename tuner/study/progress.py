@@ -9,6 +9,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Iterator, Sequence, TextIO
 
+from tuner.core.trial import mode_sign
+
 
 @dataclass
 class Snapshot:
@@ -80,7 +82,7 @@ class Progress:
 
 def rank_finished(rows: Sequence[dict[str, Any]], metric: str, mode: str) -> list[dict[str, Any]]:
     """The finished rows of a trial table, those within the budget first, then by score."""
-    sign = 1 if mode == "max" else -1
+    sign = mode_sign(mode)
     done = [r for r in rows if r["status"] == "FINISHED" and r.get(metric) is not None]
     return sorted(done, key=lambda r: (bool(r.get("over_budget")), -sign * r[metric]))
 

@@ -12,7 +12,7 @@ from typing import Any, Callable, Mapping
 
 from tuner.core.optimizer import Optimizer
 from tuner.core.persist import write_atomic, write_json
-from tuner.core.trial import Status
+from tuner.core.trial import Status, mode_sign
 
 from .budget import budget_text, format_config
 from .callbacks import CURVES_CSV, TrialTable, read_curves
@@ -230,7 +230,7 @@ def best_line(study: Study, row: Mapping[str, Any]) -> str:
 def best_partial_line(study: Study) -> str:
     """With no finished trial: the best value a run reached before it was stopped early, on a
     line of its own ('' if no run reported progress)."""
-    fid, sign = study.cfg.fidelity, 1.0 if study.cfg.objective.mode == "max" else -1.0
+    fid, sign = study.cfg.fidelity, mode_sign(study.cfg.objective.mode)
     partial = [tr for tr in study.trials if tr.partial is not None]
     if fid is None or not partial:
         return ""
