@@ -283,6 +283,23 @@ def test_startup_until_result_keeps_to_sobol_while_no_result_has_arrived():
     assert np.allclose(xs[:2], off.space.snap(sobol[:2])) and not np.allclose(xs[2], sobol[2])
 
 
+def test_a_study_fills_a_wide_pool_inside_the_box_before_any_result():
+    """16 workers on 2 parameters: a study (``startup_until_result`` among its defaults) starts
+    16 Sobol points, none on a face of the box; past the 4-point design, a GP with no result
+    would pick the points farthest from the pending ones, on the faces and corners."""
+    from tuner.study.config import STUDY_OPTIMIZER_DEFAULTS
+
+    square = {f"x{i}": {"type": "float", "low": 0.0, "high": 1.0} for i in range(2)}
+
+    def on_faces(**settings):
+        opt, _ = make(square, **{**STUDY_OPTIMIZER_DEFAULTS, **settings})
+        xs = np.array([opt.trials[opt.suggest().trial_id].x for _ in range(16)])
+        return int(np.sum(np.any((xs < 1e-6) | (xs > 1 - 1e-6), axis=1)))
+
+    assert on_faces() == 0
+    assert on_faces(startup_until_result=False) >= 8
+
+
 def test_dense_refits_follow_every_result_then_every_k():
     opt, clock = make(refit_dense_until=5, refit_every=10, n_initial=0)
     fits = []

@@ -65,7 +65,8 @@ def check_section(section: str, data: Any, schema: Mapping[str, Field]) -> dict[
 STUDY_OPTIMIZER_DEFAULTS: dict[str, Any] = {"output_warp": "copula", "kernel": "matern52",
                                             "noise_floor": 1e-3, "believe_past": 3,
                                             "finish_by_deadline": True,
-                                            "idle_near_deadline": True}
+                                            "idle_near_deadline": True,
+                                            "startup_until_result": True}
 
 
 def study_optimizer_defaults(algorithm: Any = None, context: bool = False) -> dict[str, Any]:
