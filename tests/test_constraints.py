@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from tuner import PAPER_EXACT, Optimizer, Settings
-from tuner.core.constraints import CBO, RPOL, Penalty
+from tuner.core.constraints import CBO
 from tuner.core.gp import GaussianProcess, Hyperparameters, Posterior
 from tuner.core.kernels import SquaredExponential
 from tuner.loop.simulator import Fixed, RunTime, SimClock, simulate
