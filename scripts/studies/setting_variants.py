@@ -16,7 +16,7 @@ import numpy as np
 from benchmarks.compare import get_problem, harness_run
 from benchmarks.peers import ABLATION
 
-BASE = "study-finish"      # benchmarks/peers.py: the study default
+BASE = "study"      # benchmarks/peers.py: the study default
 
 
 def main() -> None:
