@@ -15,7 +15,8 @@ stopping is its own code, reached through its own API; nothing of theirs is re-i
 * ``random-topk``: random configurations; a run goes on after its first epoch only if its
   value is in the top third of the first-epoch values seen so far (the plain baseline).
 * Ours: the default GP searcher with no rule, with our ASHA (``-asha-auto``: its first rung
-  learned, ``grace: auto``), and with the curve rule; on a
+  learned, ``grace: auto``; ``-asha-rank``: Syne Tune's test at a rung, ``cutoff: rank``), and
+  with the curve rule; on a
   budgeted problem with the run-time budget as a constraint, ``stop_margin`` 1 and the pace
   rule, as ``tuner run`` sets them.
 """
@@ -38,7 +39,8 @@ from tuner.study.config import STUDY_OPTIMIZER_DEFAULTS
 from .peers import STUDY_2026_11_26, Adapter, OptunaAdapter, Suggestion, syne_tune_space
 
 OURS = ("tuner", "tuner-asha", "tuner-curve", "tuner-copula", "tuner-copula-matern", "tuner-study",
-        "tuner-study-asha", "tuner-study-curve", "tuner-asha-auto", "tuner-study-asha-auto")
+        "tuner-study-asha", "tuner-study-curve", "tuner-asha-auto", "tuner-study-asha-auto",
+        "tuner-asha-rank", "tuner-study-asha-rank")
 PEERS = ("random-topk", "ray-asha-random", "ray-asha-tpe", "optuna-tpe-hyperband",
          "optuna-tpe-sh", "syne-asha", "syne-bohb")
 METHODS = (*OURS, *PEERS)
@@ -231,6 +233,8 @@ def make(method: str, problem: Any, seed: int) -> tuple[Any, list[Any]]:
         opt = Optimizer(problem.space, seed=seed, objective_bounds=(0.0, 1.0), **extra)
         if method.endswith("-asha"):
             rules.append(ASHA(epochs, GRACE, ETA))
+        elif method.endswith("-asha-rank"):          # Syne Tune's test at a rung
+            rules.append(ASHA(epochs, GRACE, ETA, cutoff="rank"))
         elif method.endswith("-asha-auto"):
             rules.append(asha_rule(epochs, "auto", ETA))
         elif method.endswith("-curve"):

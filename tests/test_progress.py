@@ -36,6 +36,29 @@ def test_asha_rungs_and_cutoff_follow_successive_halving():
     assert low.decide(2, 1, 0.95, 1.0) is not None         # minimizing: the large value stops
 
 
+def test_asha_with_syne_tunes_rank_stops_fewer_runs_where_a_rung_has_few_values():
+    """``cutoff: rank`` (Syne Tune's ASHA): a run goes on unless more than 1/eta of the rung's
+    values, its own included, are strictly better. With 0.1 and 0.5 at a rung a new 0.3 goes on
+    (one of three is better), where Ray Tune's quantile (0.37) stops it; with many values the
+    two agree that a run in the bottom stops and a run in the top goes on; min mode mirrors it."""
+    for cutoff, stopped in (("quantile", True), ("rank", False)):
+        rule = ASHA(max_t=27, grace=1, eta=3, cutoff=cutoff)
+        rule.decide(0, 1, 0.1, 1.0)
+        rule.decide(1, 1, 0.5, 1.0)
+        assert (rule.decide(2, 1, 0.3, 1.0) is not None) is stopped
+        for run, v in enumerate(np.linspace(0.0, 1.0, 30), start=3):
+            rule.decide(run, 1, float(v), 1.0)
+        assert rule.decide(40, 1, 0.2, 1.0) is not None and rule.decide(41, 1, 0.95, 1.0) is None
+    low = ASHA(max_t=27, grace=1, eta=3, mode="min", cutoff="rank")
+    low.decide(0, 1, 0.9, 1.0)
+    low.decide(1, 1, 0.5, 1.0)
+    assert low.decide(2, 1, 0.7, 1.0) is None and low.decide(3, 1, 0.95, 1.0) is not None
+    learned = asha_rule(27, "auto", 3, cutoff="rank")
+    assert learned.cutoff == "rank"
+    with pytest.raises(ValueError, match="cutoff: expected one of"):
+        ASHA(max_t=27, cutoff="median")
+
+
 def _report(rule, run, curve, upto=None):
     """Every step of ``curve`` ({step: value}) up to ``upto``; the first reason to stop."""
     for step, value in sorted(curve.items()):
@@ -332,15 +355,20 @@ def test_a_study_takes_grace_auto_and_names_the_field_for_a_bad_grace(tmp_path):
     from tuner.study.budget import stopping_rules
     from tuner.study.config import ConfigError, load_study
 
-    def config(grace):
+    def config(grace, **more):
         return load_study({"study": "s", "trainable": _by_epoch,
                            "space": {"x": {"type": "float", "low": 0.0, "high": 1.0}},
                            "objective": {"metric": "score", "mode": "max"},
                            "fidelity": {"metric": "epoch", "max": 3}, "output": str(tmp_path),
-                           "early_stopping": {"rule": "asha", "grace": grace}})
+                           "early_stopping": {"rule": "asha", "grace": grace, **more}})
 
     cfg = config("auto")
     rules = stopping_rules(cfg, Optimizer(cfg.space, cfg.settings))
     assert [type(r).__name__ for r in rules] == ["LearnedGraceASHA"]
+    assert rules[0].cutoff == "quantile"
+    ranked = config(1, cutoff="rank")
+    assert [r.cutoff for r in stopping_rules(ranked, Optimizer(ranked.space, ranked.settings))] == ["rank"]
     with pytest.raises(ConfigError, match=r"early_stopping.grace: expected a number or 'auto', got 'fast'"):
         config("fast")
+    with pytest.raises(ConfigError, match=r"early_stopping.cutoff.*quantile.*rank"):
+        config(1, cutoff="median")

@@ -4,7 +4,8 @@ reason.  Progress is read from the study's ``Fidelity`` (e.g. ``epoch`` of 80).
 
 * ``ASHA``: asynchronous successive halving (Li et al. 2020, as Ray Tune's
   ``AsyncHyperBandScheduler`` applies it): rungs at ``grace * eta^k``; a run reaching a rung
-  continues only if its value is in the top 1/eta of the values recorded at that rung so far.
+  continues only if its value is in the top 1/eta of the values recorded at that rung so far
+  (``cutoff``: Ray Tune's interpolated quantile, or Syne Tune's rank).
 * ``LearnedGraceASHA``: ASHA whose first rung is the lowest at which the first finished runs'
   winners would have been kept (``grace: auto``).
 * ``PaceBudget``: a run whose pace puts its full length over the run-time budget (with
@@ -58,17 +59,24 @@ class ASHA:
     """Asynchronous successive halving on rungs ``grace * eta^k < max_t`` (``mode``: max or
     min).  Ray Tune's ``AsyncHyperBandScheduler.on_result`` is the reference: the highest rung
     a run has newly reached is checked against the ``1 - 1/eta`` quantile of the values
-    recorded there, then the run's value is recorded."""
+    recorded there, then the run's value is recorded.  ``cutoff="rank"`` is Syne Tune's test
+    instead (``syne_tune.optimizer.schedulers.asha.Bracket``): the run goes on unless more than
+    1/eta of the rung's values, its own included, are strictly better; with few values at a
+    rung it stops fewer runs (0.1 and 0.5 recorded, eta 3: a new 0.3 goes on, where the
+    quantile, 0.37, stops it)."""
 
     max_t: float
     grace: float = 1.0
     eta: float = 3.0
     mode: str = "max"
+    cutoff: str = "quantile"
     rungs: list[tuple[float, dict[int, float]]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.eta <= 1 or self.grace <= 0:
             raise ValueError(f"ASHA needs eta > 1 and grace > 0 (got {self.eta}, {self.grace})")
+        if self.cutoff not in ASHA_CUTOFFS:
+            raise ValueError(f"cutoff: expected one of {list(ASHA_CUTOFFS)}, got {self.cutoff!r}")
         levels = []
         r = self.grace
         while r < self.max_t:
@@ -81,14 +89,23 @@ class ASHA:
         for milestone, recorded in self.rungs:
             if step >= milestone and trial_id not in recorded:
                 stop = None
-                if recorded:
-                    cutoff = top_cutoff([sign * v for v in recorded.values()], self.eta)
-                    if sign * value < cutoff:
-                        stop = (f"ASHA: {value:.4g} at rung {milestone:g} is not in the top "
-                                f"1/{self.eta:g} of the {len(recorded)} runs there")
+                if recorded and not self.keeps(sign * value, [sign * v for v in recorded.values()]):
+                    stop = (f"ASHA: {value:.4g} at rung {milestone:g} is not in the top "
+                            f"1/{self.eta:g} of the {len(recorded)} runs there")
                 recorded[trial_id] = value
                 return stop
         return None
+
+    def keeps(self, value: float, recorded: list[float]) -> bool:
+        """Whether a run with ``value`` goes on past a rung holding ``recorded`` (both as a
+        maximization): at or above ``top_cutoff`` (``quantile``), or at most 1/eta of the
+        values, its own included, strictly better (``rank``)."""
+        if self.cutoff == "rank":
+            return sum(v > value for v in recorded) / (len(recorded) + 1) <= 1 / self.eta
+        return value >= top_cutoff(recorded, self.eta)
+
+
+ASHA_CUTOFFS = ("quantile", "rank")
 
 
 def top_cutoff(values: list[float], eta: float) -> float:
@@ -113,6 +130,7 @@ class LearnedGraceASHA:
     max_t: float
     eta: float = 3.0
     mode: str = "max"
+    cutoff: str = "quantile"          # the ASHA it hands over to (learning the rung is unchanged)
     n_finished: int = 8
     levels: list[float] = field(default_factory=list)
     at: dict[int, dict[float, float]] = field(default_factory=dict)   # run -> {level: value}
@@ -150,7 +168,7 @@ class LearnedGraceASHA:
         if len(self.finals) >= self.n_finished:
             self.grace = self._first_rung()
             if self.grace < self.max_t:
-                self.asha = ASHA(self.max_t, self.grace, self.eta, self.mode)
+                self.asha = ASHA(self.max_t, self.grace, self.eta, self.mode, self.cutoff)
                 for milestone, recorded in self.asha.rungs:
                     recorded.update({i: seen[milestone] for i, seen in self.at.items()
                                      if milestone in seen})
@@ -180,14 +198,16 @@ class LearnedGraceASHA:
         return self.max_t
 
 
-def asha_rule(max_t: float, grace: float | str, eta: float, mode: str = "max"
-              ) -> ASHA | LearnedGraceASHA:
+def asha_rule(max_t: float, grace: float | str, eta: float, mode: str = "max",
+              cutoff: str = "quantile") -> ASHA | LearnedGraceASHA:
     """ASHA with this first rung, or with ``grace="auto"`` the rung learned (``LearnedGraceASHA``)."""
+    if cutoff not in ASHA_CUTOFFS:
+        raise ValueError(f"cutoff: expected one of {list(ASHA_CUTOFFS)}, got {cutoff!r}")
     if grace == "auto":
-        return LearnedGraceASHA(max_t, eta, mode)
+        return LearnedGraceASHA(max_t, eta, mode, cutoff)
     if isinstance(grace, bool) or not isinstance(grace, (int, float)):
         raise ValueError(f"grace: expected a number > 0 or 'auto', got {grace!r}")
-    return ASHA(max_t, float(grace), eta, mode)
+    return ASHA(max_t, float(grace), eta, mode, cutoff)
 
 
 @dataclass

@@ -91,7 +91,7 @@ def stopping_rules(cfg: StudyConfig, optimizer: Optimizer) -> list[StoppingRule]
     if b is not None and b.metric == "runtime" and b.pace_margin is not None:
         rules.append(PaceBudget(b.seconds, fid, b.pace_margin))
     if es.rule == "asha":
-        rules.append(asha_rule(fid.max, es.grace, es.eta, cfg.objective.mode))
+        rules.append(asha_rule(fid.max, es.grace, es.eta, cfg.objective.mode, es.cutoff))
     elif es.rule == "curve":
         model = CurveModel(optimizer.space.dim, fid.max, cfg.run.seed)
         rules.append(CurveRule(model, lambda tid: optimizer.trials[tid].x, fid,

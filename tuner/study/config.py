@@ -10,7 +10,7 @@ A study file has these sections (``configs/`` spells them out; README "Study con
     objective: {metric, mode, bounds}
     budget: {limit, reference, metric, stop_margin, pace_margin}
     fidelity: {metric, max}          # the runs report progress (e.g. epoch of 80)
-    early_stopping: {rule, grace, eta, kappa}   # none, asha or curve (needs fidelity)
+    early_stopping: {rule, grace, eta, cutoff, kappa}   # none, asha or curve (needs fidelity)
     context: {n_rows: 120000, data_version: "2026-11"}  # what this study's data is (paper 001 §5)
     context_space: {n_rows: {type: int, ...}}   # optional: else inferred from the contexts seen
     warm_start: [study-a, study-b]   # earlier studies of the same trainable and space to learn from
@@ -157,6 +157,8 @@ EARLY_STOPPING_SCHEMA = {
     "grace": Field((float,), 1.0, above=0, words=("auto",)),   # ASHA's first rung (fidelity
     # units), or auto: learned from the first finished runs (stopping.LearnedGraceASHA)
     "eta": Field((float,), 3.0, above=1),        # ASHA's reduction factor
+    "cutoff": Field((str,), "quantile", ("quantile", "rank")),   # ASHA's test at a rung: Ray
+    # Tune's quantile or Syne Tune's rank (stopping.ASHA)
     "kappa": Field((float,), 2.0, minimum=0),    # curve: stop when mu + kappa sigma < the best
 }
 REFERENCES = ("warmup",)
@@ -290,6 +292,7 @@ class EarlyStopping:
     rule: str = "none"
     grace: float | str = 1.0            # or "auto"
     eta: float = 3.0
+    cutoff: str = "quantile"            # or "rank" (Syne Tune's)
     kappa: float = 2.0
 
 
