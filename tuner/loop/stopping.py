@@ -54,6 +54,9 @@ class StoppingRule(Protocol):
         a reason to stop the run now, or None."""
 
 
+ASHA_CUTOFFS = ("quantile", "rank")
+
+
 @dataclass
 class ASHA:
     """Asynchronous successive halving on rungs ``grace * eta^k < max_t`` (``mode``: max or
@@ -105,9 +108,6 @@ class ASHA:
         return value >= top_cutoff(recorded, self.eta)
 
 
-ASHA_CUTOFFS = ("quantile", "rank")
-
-
 def top_cutoff(values: list[float], eta: float) -> float:
     """ASHA's cutoff at a rung: the 1 - 1/eta quantile of the values there (as a maximization);
     a run at or above it is in the top 1/eta."""
@@ -142,8 +142,10 @@ class LearnedGraceASHA:
         if self.eta <= 1 or self.n_finished < 2:
             raise ValueError(f"ASHA with grace auto needs eta > 1 and n_finished >= 2 (got "
                              f"{self.eta}, {self.n_finished})")
-        # ASHA's own rungs from 1, so that a learned grace's rungs are these very floats
-        self.levels = [m for m, _ in reversed(ASHA(self.max_t, 1.0, self.eta, self.mode).rungs)]
+        # ASHA's own rungs from 1, so that a learned grace's rungs are these very floats (and
+        # ASHA checks the cutoff)
+        self.levels = [m for m, _ in reversed(ASHA(self.max_t, 1.0, self.eta, self.mode,
+                                                   self.cutoff).rungs)]
 
     @property
     def sign(self) -> float:
@@ -201,8 +203,6 @@ class LearnedGraceASHA:
 def asha_rule(max_t: float, grace: float | str, eta: float, mode: str = "max",
               cutoff: str = "quantile") -> ASHA | LearnedGraceASHA:
     """ASHA with this first rung, or with ``grace="auto"`` the rung learned (``LearnedGraceASHA``)."""
-    if cutoff not in ASHA_CUTOFFS:
-        raise ValueError(f"cutoff: expected one of {list(ASHA_CUTOFFS)}, got {cutoff!r}")
     if grace == "auto":
         return LearnedGraceASHA(max_t, eta, mode, cutoff)
     if isinstance(grace, bool) or not isinstance(grace, (int, float)):
