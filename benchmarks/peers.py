@@ -145,6 +145,9 @@ ABLATION: dict[str, dict[str, Any]] = {
     "default-believe3": {**DEFAULT, "believe_past": 3},
     # a study's defaults as they are now (tuner.study.config.STUDY_OPTIMIZER_DEFAULTS)
     "study": STUDY,
+    # a study's defaults with log EI (constrained EI with a budget), and SE constraint GPs
+    "study-ei": {**STUDY, "algorithm": "gp-ei-sdf"},
+    "study-ei-gse": {**STUDY, "algorithm": "gp-ei-sdf", "constraint_kernel": "se"},
 }
 PEERS = ("optuna-tpe", "optuna-gp", "syne-botorch")
 METHODS = (*PROJECT, *PEERS)
