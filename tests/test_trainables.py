@@ -114,6 +114,7 @@ def test_poisson_delay_reproduces_paper_setting():
     assert delays.mean() == pytest.approx(5.0, abs=0.5)
 
 
+@pytest.mark.slow
 def test_trainable_runs_in_a_ray_task_and_the_delay_counts_in_its_time(ray_session):
     ray = ray_session
     trainable = get_trainable("cnn")
