@@ -218,7 +218,7 @@ def paired_summary(R: dict, keys: list[tuple], T: int, start: int = 11) -> list[
              f"(area under the curve) and regret at T = {T}; W/T/L = seeds where the SDF method is "
              f"lower / equal / higher.\n",
              "| table | delay | SDF method | its mean regret | baseline | baseline's | W/T/L | "
-             f"final W/T/L |", "|---|---|---|---|---|---|---|---|"]
+             "final W/T/L |", "|---|---|---|---|---|---|---|---|"]
     for table, delay in dict.fromkeys(k[:2] for k in keys):
         for sdf, *baselines in GROUPS.values():
             if (table, delay, sdf) not in R:

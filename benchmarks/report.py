@@ -56,7 +56,7 @@ def headline(cells: dict[Cell, list], workers: int) -> list[str]:
     number of trials on infeasible configurations where a constraint applies."""
     problems = list(dict.fromkeys(p for p, w, _ in cells if w == workers))
     methods = order({m for p, w, m in cells if w == workers})
-    out = [f"| problem (f*) | " + " | ".join(methods) + " |", "|---" * (len(methods) + 1) + "|"]
+    out = ["| problem (f*) | " + " | ".join(methods) + " |", "|---" * (len(methods) + 1) + "|"]
     for p in problems:
         prob = get_problem(p)
         vals = {m: (median_best(cells[(p, workers, m)], 0.5), median_best(cells[(p, workers, m)], 1.0))

@@ -345,8 +345,8 @@ def paper_report(path: Path) -> str:
         return ""
     T = max(int(r["T"]) for r in rows)
     marks = [t for t in PAPER_MARKS if t <= T]
-    lines = [f"## F. The paper's own setting (001 §6.1, Fig. 1b): one query per iteration, "
-             f"Poisson(10) delays, 1-D GP sample, GP-UCB-SDF, beta = 1\n",
+    lines = ["## F. The paper's own setting (001 §6.1, Fig. 1b): one query per iteration, "
+             "Poisson(10) delays, 1-D GP sample, GP-UCB-SDF, beta = 1\n",
              "Simple regret (f in [0, 1]) at iteration T, mean ± standard error over seeds (a new "
              "GP sample per seed); nu_t: mean and largest exploration weight over the run.\n",
              "| m | " + " | ".join(f"T={t}" for t in marks) + " | censored for good | mean nu_t | max nu_t | runs |",
