@@ -171,6 +171,21 @@ def test_cli_exits_non_zero_with_a_diagnosis_when_no_trial_finishes(tmp_path):
     assert p.stdout.count("  done in ") >= 2
 
 
+def test_the_warm_up_of_a_sleeping_trainable_skips_its_sleep(ray_session):
+    """The warm-up is for imports: the synthetic trainable's "training" (a sleep of 30 x 1.75 s
+    per run at this time_scale) is not run before the study clock starts."""
+    from trainables import validate_options
+    from tuner.integrations.ray.executor import warm_up
+
+    options = validate_options("synthetic", {"time_scale": 30.0, "cv": 0.0})
+    task = ray_session.remote(num_cpus=0.5, max_retries=0)(warm_up)
+    start = time.perf_counter()
+    node = ray_session.get(task.remote("synthetic", {"x": 0.5, "y": 0.5, "width": 5}, options),
+                           timeout=120)
+    assert time.perf_counter() - start < 20.0       # the run itself would sleep 52.5 s
+    assert node == ray_session.get_runtime_context().get_node_id()
+
+
 def test_wall_clock_limit_kills_the_running_trials(ray_session, tmp_path):
     cfg = load_study(study(tmp_path, study="limited", trainable_options={"time_scale": 30.0},
                            run={"trials": 10, "wall_clock_limit": 1.0, "max_concurrent": 2}))
