@@ -17,7 +17,6 @@ prints that oracle's median time to target beside the fastest peer's median and 
 from __future__ import annotations
 
 import argparse
-import csv
 import math
 import sys
 from pathlib import Path
@@ -26,6 +25,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from benchmarks.compare import read_rows  # noqa: E402
 from benchmarks.curve_peers import PEERS  # noqa: E402
 from benchmarks.curves import PROBLEMS, CurveProblem  # noqa: E402
 from benchmarks.problems import uniform_configs  # noqa: E402
@@ -33,39 +33,34 @@ from benchmarks.problems import uniform_configs  # noqa: E402
 DRAWS = 20_000
 
 
-def oracle_times(p: CurveProblem, workers: int, rng: np.random.Generator) -> tuple[np.ndarray, dict]:
-    """``DRAWS`` times to target of the oracle (module docstring), and its configuration."""
+def within_budget(p: CurveProblem, times: np.ndarray) -> np.ndarray:
+    """Run times, a run over the budget as never reaching the target (``inf``)."""
+    return times if p.budget is None else np.where(times <= p.budget, times, np.inf)
+
+
+def oracle_times(p: CurveProblem, workers: int, rng: np.random.Generator) -> np.ndarray:
+    """``DRAWS`` times to target of the oracle (module docstring)."""
     fam = p.family
     if hasattr(fam, "configs"):                              # a recorded table
-        best = None
-        for i, c in zip(fam.ids, fam.configs):
-            if fam.score(c, p.epochs) < p.target or not p.feasible(c):
-                continue
-            times = np.array([fam.runs[(i, s)][-1][2] for s in fam.seeds[i]])
-            if p.budget is not None:                         # a draw over the budget never counts
-                times = np.where(times <= p.budget, times, np.inf)
-            if best is None or np.mean(times) < np.mean(best[0]):
-                best = (times, c)
-        times, config = best
-        draws = rng.choice(times, size=(DRAWS, workers))
+        recorded = [within_budget(p, np.array([fam.runs[(i, s)][-1][2] for s in fam.seeds[i]]))
+                    for i, c in zip(fam.ids, fam.configs)
+                    if fam.score(c, p.epochs) >= p.target and p.feasible(c)]
+        draws = rng.choice(min(recorded, key=np.mean), size=(DRAWS, workers))
     else:                                                    # a simulated family: search densely
         configs = uniform_configs(fam.space, 2 ** 15, seed=0)
-        ok = [c for c in configs
-              if fam.score(c, p.epochs) >= p.target and p.feasible(c)]
-        config = min(ok, key=fam.mean_run_time)
+        config = min((c for c in configs if fam.score(c, p.epochs) >= p.target and p.feasible(c)),
+                     key=fam.mean_run_time)
         run_time = fam.run_time()
-        draws = np.array([run_time(config, rng) for _ in range(DRAWS * workers)]).reshape(DRAWS, workers)
-        if p.budget is not None:
-            draws = np.where(draws <= p.budget, draws, np.inf)
-    return draws.min(axis=1), config
+        draws = within_budget(p, np.array([run_time(config, rng) for _ in range(DRAWS * workers)])
+                              ).reshape(DRAWS, workers)
+    return draws.min(axis=1)
 
 
 def read_summary(path: Path) -> dict[tuple[str, int], dict[str, float]]:
-    """{(problem, W): {method: median time to target}}."""
+    """{(problem, W): {method: median time to target}} from a ``benchmarks.curves`` summary."""
     out: dict[tuple[str, int], dict[str, float]] = {}
-    with open(path) as fh:
-        for r in csv.DictReader(fh):
-            out.setdefault((r["problem"], int(r["W"])), {})[r["method"]] = float(r["time_to_target"])
+    for r in read_rows(path):
+        out.setdefault((r["problem"], int(r["W"])), {})[r["method"]] = float(r["time_to_target"])
     return out
 
 
@@ -87,8 +82,7 @@ def main(argv: list[str] | None = None) -> int:
         if not peers:
             continue
         fastest = min(peers.values())
-        times, _ = oracle_times(PROBLEMS[prob](), w, rng)
-        oracle = float(np.median(times))
+        oracle = float(np.median(oracle_times(PROBLEMS[prob](), w, rng)))
         total += 1
         reachable += oracle / fastest <= 0.5
         ours = " | ".join(f"{ttt[m] / fastest:.2f}" if m in ttt else "-" for m in args.ours)
