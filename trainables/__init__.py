@@ -42,6 +42,7 @@ class Trainable:
     config_checks: Mapping[str, Field] = field(repr=False)
     steps: Callable[[dict, dict, int], Iterator[dict]] | None = field(default=None, repr=False)
     epochs: Callable[[dict], int] | None = field(default=None, repr=False)
+    warm_up: Mapping[str, Any] = field(default_factory=dict, repr=False)   # the module's WARM_UP
 
     @property
     def reports(self) -> bool:
@@ -79,6 +80,11 @@ class Trainable:
         return {"accuracy": float(accuracy), "train_time": float(train_time),
                 "injected_delay": float(delay)}
 
+    def warm_up_options(self, options: Mapping[str, Any]) -> dict[str, Any]:
+        """``options`` for a short run that loads and initializes what a run needs: no injected
+        delay, and the module's ``WARM_UP`` (one epoch; no simulated training time)."""
+        return {**options, **({"delay": "none"} if "delay" in options else {}), **self.warm_up}
+
     def resolve_options(self, options: Mapping[str, Any] | None,
                         where: str | None = None) -> dict[str, Any]:
         """The run options with defaults filled in and paths made absolute; unknown keys or bad
@@ -103,7 +109,8 @@ def _make(name: str, module: ModuleType) -> Trainable:
                      options={k: o.default for k, o in module.OPTIONS.items()},
                      objective="accuracy", run=module.run, option_specs=module.OPTIONS,
                      config_checks=module.CONFIG, steps=getattr(module, "steps", None),
-                     epochs=getattr(module, "epochs", None))
+                     epochs=getattr(module, "epochs", None),
+                     warm_up=getattr(module, "WARM_UP", {}))
 
 
 class _Registry(Mapping[str, Trainable]):

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 SPACE = sgd_space(128, 512)
 CONFIG = SGD_CONFIG
 AUTO_EPOCHS = {"digits": 80, "mnist": 1}
+WARM_UP = {"epochs": 1}      # a short run's options (Trainable.warm_up_options)
 OPTIONS = {
     "dataset": Option("digits", choice(*data.IMAGES),
                       "digits (scikit-learn 8x8, shipped) or mnist (files at mnist_root)"),

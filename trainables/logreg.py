@@ -14,6 +14,7 @@ from .options import DELAY, SGD_CONFIG, SPLIT, TABULAR_DATA, THREADS, Option, in
 
 SPACE = sgd_space(32, 128)
 CONFIG = SGD_CONFIG
+WARM_UP = {"epochs": 1}      # a short run's options (Trainable.warm_up_options)
 OPTIONS = {
     **TABULAR_DATA,
     **SPLIT,

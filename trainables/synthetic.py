@@ -29,6 +29,7 @@ SPACE = {
 CONFIG = {"x": number(0.0, 1.0), "y": number(0.0, 1.0), "width": integer(1)}
 
 
+WARM_UP = {"time_scale": 0.0}    # a short run: its "training" is a sleep (Trainable.warm_up_options)
 OPTIONS = {
     "time_scale": Option(0.2, number(0.0), "seconds of a width-2 run on average"),
     "cv": Option(0.3, number(0.0), "coefficient of variation of the run time (log-normal)"),

@@ -44,23 +44,18 @@ def local_ray_config(slots: int) -> dict[str, Any]:
 
 def warm_up(trainable: str | Callable, config: dict[str, Any], options: dict[str, Any],
             gate: Any = None) -> str:
-    """One short run of a built-in trainable (one epoch where it has epochs, no injected delay,
-    no simulated training time), so a worker has imported and initialized everything (torch's
-    first optimizer step alone takes seconds) before the study clock starts.  A user's function
-    is only imported: a run of it may be a whole training job.  With a ``_Gate``, the run then
-    holds its worker until every slot's run has arrived, so that each slot gets a worker of its
-    own (short runs would otherwise all land on the first one or two, and the trials would start
-    the rest)."""
+    """One short run of a built-in trainable (``Trainable.warm_up_options``: one epoch where it
+    has epochs, no injected delay, no simulated training time), so a worker has imported and
+    initialized everything (torch's first optimizer step alone takes seconds) before the study
+    clock starts.  A user's function is only imported: a run of it may be a whole training job.
+    With a ``_Gate``, the run then holds its worker until every slot's run has arrived, so that
+    each slot gets a worker of its own (short runs would otherwise all land on the first one or
+    two, and the trials would start the rest)."""
     from trainables import FunctionTrainable, get_trainable
 
     t = get_trainable(trainable)
     if not isinstance(t, FunctionTrainable):
-        short = {**options, "delay": "none"} if "delay" in options else dict(options)
-        if "epochs" in short:
-            short["epochs"] = 1
-        if "time_scale" in short:        # the synthetic trainable: its training is a sleep
-            short["time_scale"] = 0.0
-        t(config, short, 0)
+        t(config, t.warm_up_options(options), 0)
     if gate is not None:
         ray.get(gate.arrive.remote())
         deadline = time.monotonic() + GATE_TIMEOUT
