@@ -9,22 +9,23 @@ import sys
 
 import pytest
 from mlflow.tracking import MlflowClient
+from stores import sqlite_store
 
 pytestmark = pytest.mark.slow
 
 
 def test_the_built_in_study_finishes_trials_while_other_jobs_use_every_core(tmp_path, busy_machine):
-    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    uri = sqlite_store(tmp_path)
     pids = busy_machine(4)
     assert all(pid > 0 for pid in pids)
-    p = subprocess.run([sys.executable, "-m", "tuner.app.cli", "run", "--trials", "6",
+    p = subprocess.run([sys.executable, "-m", "tuner.app.cli", "run", "--trials", "4",
                         "--output", str(tmp_path / "runs"), "--tracking-uri", uri],
                        capture_output=True, text=True, cwd=tmp_path, timeout=600)
     assert p.returncode == 0, p.stdout + p.stderr
     state = json.loads((tmp_path / "runs" / "cnn-digits" / "state.json").read_text())
     statuses = [t["status"] for t in state["optimizer"]["trials"]]
-    assert len(statuses) == 6
-    assert statuses.count("FINISHED") >= 4, p.stdout
+    assert len(statuses) == 4
+    assert statuses.count("FINISHED") >= 3, p.stdout
     assert "best: trial" in p.stdout
     budget = state["config"]["budget"]
     assert budget["limit"] == "1.5x" and budget["seconds"] == pytest.approx(1.5 * budget["reference_seconds"])

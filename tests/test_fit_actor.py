@@ -12,6 +12,7 @@ from tuner.study.config import load_study
 from tuner.study.progress import Progress
 
 from test_deferred_fit import make, run
+from stores import sqlite_store
 
 pytestmark = pytest.mark.slow      # real Ray
 
@@ -36,7 +37,7 @@ def test_a_study_past_fit_max_points_runs_its_fits_in_the_actor(ray_session, tmp
                       "optimizer": {"n_candidates": 256, "n_local": 32, "n_starts": 1,
                                     "fit_max_points": 6, "refit_every": 3, "refit_apply": "next"},
                       "run": {"trials": 24, "max_concurrent": 2, "seed": 0},
-                      "mlflow": {"tracking_uri": f"sqlite:///{tmp_path}/mlflow.db"},
+                      "mlflow": {"tracking_uri": sqlite_store(tmp_path)},
                       "output": str(tmp_path / "runs")})
     runner = study_runner(cfg, progress=Progress(stream=io.StringIO()))
     assert runner.executor.fits_due            # its actor starts with Ray

@@ -9,6 +9,8 @@ import textwrap
 
 import pytest
 
+from stores import sqlite_store
+
 SCRIPT = '''
 import json, os, sys, time
 import ray
@@ -43,6 +45,7 @@ print("RESULT " + json.dumps({
 @pytest.mark.slow
 def test_a_fractional_gpu_per_trial_reaches_ray_and_bounds_the_trials_at_once(tmp_path):
     (tmp_path / "gpu_study.py").write_text(textwrap.dedent(SCRIPT))
+    sqlite_store(tmp_path)                        # the script's sqlite:///mlflow.db
     p = subprocess.run([sys.executable, "gpu_study.py"], cwd=tmp_path, capture_output=True,
                        text=True, timeout=300)
     line = next((ln for ln in p.stdout.splitlines() if ln.startswith("RESULT ")), None)

@@ -23,6 +23,7 @@ from tuner.app.wiring import study_runner
 from tuner.study.config import ConfigError, load_study
 from tuner.study.progress import Progress
 from tuner.study.state import read_study_state
+from stores import sqlite_store
 
 pytestmark = pytest.mark.slow      # real Ray and MLflow: `pytest -m "not slow"` skips them
 
@@ -33,7 +34,7 @@ def study(tmp_path: Path, **sections) -> dict:
     base = {"study": "e2e", "trainable": "synthetic",
             "trainable_options": {"time_scale": 0.1, "cv": 0.5},
             "optimizer": dict(FAST), "run": {"trials": 12, "max_concurrent": 2, "seed": 0},
-            "mlflow": {"tracking_uri": f"sqlite:///{tmp_path}/mlflow.db"},
+            "mlflow": {"tracking_uri": sqlite_store(tmp_path)},
             "output": str(tmp_path / "runs")}
     for key, value in sections.items():
         base[key] = {**base[key], **value} if isinstance(base.get(key), dict) else value
@@ -158,7 +159,8 @@ def test_a_cpu_time_budget_is_measured_in_the_worker_and_ignores_waiting(ray_ses
 
 def test_cli_exits_non_zero_with_a_diagnosis_when_no_trial_finishes(tmp_path):
     cfg = study(tmp_path, study="hopeless", trainable_options={"time_scale": 4.0, "cv": 0.1},
-                budget={"limit": 0.2, "stop_margin": 0.5}, run={"trials": 2, "max_concurrent": 2})
+                budget={"limit": 0.2, "stop_margin": 0.5}, run={"trials": 2, "max_concurrent": 2},
+                mlflow={"tracking_uri": f"sqlite:///{tmp_path}/new.db"})   # a store it creates
     path = config_file(tmp_path, cfg, "hopeless.yaml")
     p = subprocess.run([sys.executable, "-m", "tuner.app.cli", "run", str(path)], capture_output=True,
                        text=True, cwd=tmp_path, timeout=300)
@@ -369,7 +371,7 @@ def test_an_address_where_nothing_answers_fails_at_once_naming_the_field(tmp_pat
     # the run, which a busy machine stretches (37 s seen with every core taken)
     p = subprocess.run([sys.executable, "-m", "tuner.app.cli", "run", "--trials", "2",
                         "--address", f"127.0.0.1:{port}", "--output", str(tmp_path / "runs"),
-                        "--tracking-uri", f"sqlite:///{tmp_path}/mlflow.db"],
+                        "--tracking-uri", sqlite_store(tmp_path)],
                        capture_output=True, text=True, cwd=tmp_path, timeout=120)
     assert p.returncode == 2, p.stdout + p.stderr
     assert f"ray.address: nothing answers at 127.0.0.1:{port}" in p.stderr
@@ -380,7 +382,7 @@ def test_a_failed_start_leaves_no_running_parent_and_the_next_start_adopts_it(tm
     """A start-up failure (here the budget's reference run raises) ends the MLflow parent run
     as FAILED; a hard kill before the first state save leaves one behind; the next start of
     the study reuses that parent run, so the experiment never holds an empty second parent."""
-    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    uri = sqlite_store(tmp_path)
     cfg = study(tmp_path, study="adopt", budget={"limit": "2x"}, run={"trials": 3, "max_concurrent": 2},
                 trainable_options={"time_scale": 0.1, "fail_above": 0.0})
     cfg["mlflow"] = {"tracking_uri": uri}
@@ -494,7 +496,7 @@ def test_a_lost_worker_is_run_again_up_to_run_retries_times(ray_session, tmp_pat
                           "optimizer": {"algorithm": "random"},
                           "run": {"trials": 3, "max_concurrent": 2, "retries": retries, "fail_fast": 0,
                                   "seed": retries},
-                          "mlflow": {"tracking_uri": f"sqlite:///{tmp_path}/mlflow.db"},
+                          "mlflow": {"tracking_uri": sqlite_store(tmp_path)},
                           "output": str(tmp_path / "runs")})
         return run_quietly(cfg)[0].optimizer.trials
 
@@ -521,6 +523,7 @@ def test_a_study_against_a_dead_server_finishes_and_resume_sends_the_backlog(ray
     assert result.count("FINISHED") == 6 and result.unlogged > 0
     assert "--resume sends them" in printed
     assert (tmp_path / "runs" / "offline" / "mlflow_spool.jsonl").exists()
+    sqlite_store(tmp_path, "server.db")
     server = Server(tmp_path, port, tmp_path / "server.db")
     server.start()
     try:

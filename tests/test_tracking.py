@@ -14,6 +14,7 @@ from mlflow.tracking import MlflowClient
 from mlflow_server import Server, free_port
 from tuner.study.plots import RUNTIME_PNG, SCORE_PNG, best_so_far, study_plots
 from tuner.integrations.mlflow.tracking import PENDING, StudyTracker, TrialRecord
+from stores import sqlite_store
 
 pytestmark = pytest.mark.slow      # real MLflow / Ray processes: `pytest -m "not slow"` skips them
 
@@ -60,13 +61,12 @@ def assert_logged_once(client: MlflowClient, parent: str, trial_ids) -> None:
 
 @pytest.fixture(scope="module")
 def sqlite_uri(tmp_path_factory):
-    """One sqlite store for the module (creating its tables takes seconds); artifacts go to
+    """One sqlite store for the module; artifacts go to
     MLflow's default ./mlruns, so the module runs inside its temporary folder."""
     root = tmp_path_factory.mktemp("mlflow")
-    uri = f"sqlite:///{root / 'mlflow.db'}"
+    uri = sqlite_store(root)
     with pytest.MonkeyPatch.context() as mp:
         mp.chdir(root)
-        MlflowClient(uri).search_experiments()
         yield uri
 
 

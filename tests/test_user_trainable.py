@@ -19,6 +19,8 @@ from tuner.app.cli import main as cli_main
 from tuner.study.config import ConfigError, load_study
 from trainables import FunctionTrainable, get_trainable
 
+from stores import sqlite_store
+
 SPACE = {"x": {"type": "float", "low": 0.0, "high": 1.0},
          "depth": {"type": "int", "low": 1, "high": 4}}
 USER_MODULE = '''
@@ -77,7 +79,7 @@ def test_a_function_is_named_module_and_qualname_and_must_return_metrics():
 
 @pytest.mark.slow
 def test_tuner_run_from_python_tunes_a_function_within_its_budget(ray_session, tmp_path, capsys):
-    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    uri = sqlite_store(tmp_path)
     result = tuner.run(fit, space=SPACE, objective="score", budget=2.0, trials=10,
                        max_concurrent=2, optimizer={"n_candidates": 256, "n_local": 32},
                        mlflow={"tracking_uri": uri}, output=str(tmp_path / "runs"))
@@ -143,7 +145,7 @@ def test_tuner_run_cli_tunes_module_function_from_yaml(tmp_path):
               "objective": {"metric": "score", "mode": "max"}, "budget": {"limit": 5.0},
               "run": {"trials": 6, "max_concurrent": 2},
               "optimizer": {"n_candidates": 256, "n_local": 32},
-              "mlflow": {"tracking_uri": f"sqlite:///{tmp_path}/mlflow.db"}}
+              "mlflow": {"tracking_uri": sqlite_store(tmp_path)}}
     (tmp_path / "study.yaml").write_text(yaml.safe_dump(config))
     cli = Path(sys.executable).parent / "tuner"          # the console script users run
     p = subprocess.run([str(cli), "run", "study.yaml"], cwd=tmp_path,
@@ -161,7 +163,7 @@ def _run_failing(tmp_path, name, module, function, **sections):
     (tmp_path / f"{name}.py").write_text(textwrap.dedent(module))
     config = {"study": name, "trainable": f"{name}:{function}", "space": SPACE,
               "objective": {"metric": "score"},
-              "mlflow": {"tracking_uri": f"sqlite:///{tmp_path}/mlflow.db"}, **sections}
+              "mlflow": {"tracking_uri": sqlite_store(tmp_path)}, **sections}
     (tmp_path / "study.yaml").write_text(yaml.safe_dump(config))
     p = subprocess.run([sys.executable, "-m", "tuner.app.cli", "run", "study.yaml"], cwd=tmp_path,
                        capture_output=True, text=True, timeout=300)
@@ -194,6 +196,8 @@ def test_a_mistake_that_fails_every_trial_stops_the_study_with_its_cause(tmp_pat
         [MlflowClient(config["mlflow"]["tracking_uri"]).get_experiment_by_name("broken").experiment_id])
     parent = next(r for r in runs if "mlflow.parentRunId" not in r.data.tags)
     assert parent.info.status == "FAILED"
+    if function != "typo":
+        return                    # the commands below read the study alike whatever failed it
     # nothing finished: `tuner best` says so and exits 1, so a script does not go on
     p = subprocess.run([sys.executable, "-m", "tuner.app.cli", "best", "broken"], cwd=tmp_path,
                        capture_output=True, text=True, timeout=60)

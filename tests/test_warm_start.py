@@ -15,6 +15,7 @@ from tuner.app.cli import main as cli_main
 from tuner.core.optimizer import Optimizer
 from tuner.study.config import ConfigError, load_study
 from tuner.study.warm import Earlier, carry, context_space, earlier_studies
+from stores import sqlite_store
 
 SPACE = {"x": {"type": "float", "low": 0.0, "high": 1.0},
          "depth": {"type": "int", "low": 1, "high": 4}}
@@ -120,7 +121,7 @@ def test_context_on_the_command_line():
 
 @pytest.mark.slow
 def test_a_study_learns_from_earlier_ones_in_folders_and_in_mlflow(ray_session, tmp_path, capsys):
-    uri, out = f"sqlite:///{tmp_path}/mlflow.db", str(tmp_path / "runs")
+    uri, out = sqlite_store(tmp_path), str(tmp_path / "runs")
     common = dict(space=SPACE, objective="score", max_concurrent=2, mlflow={"tracking_uri": uri},
                   output=out, optimizer={"n_candidates": 256, "n_local": 32})
     a = tuner.run(fit, study="small", context={"rows": 100}, trials=8, **common)

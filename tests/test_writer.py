@@ -15,6 +15,7 @@ from mlflow.tracking import MlflowClient
 
 from tuner.study.record import TrialRecord
 from tuner.integrations.mlflow.writer import TrackerProcess
+from stores import sqlite_store
 
 pytestmark = pytest.mark.slow
 
@@ -25,7 +26,7 @@ def record(tid: int) -> TrialRecord:
 
 
 def test_trials_handed_over_are_all_logged_once_in_order(tmp_path):
-    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    uri = sqlite_store(tmp_path)
     writer = TrackerProcess(uri, "exp", tmp_path / "spool", run_name="study")
     try:
         run_id = writer.start({"algorithm": "random"})
@@ -62,7 +63,7 @@ def test_a_writer_whose_driver_was_killed_stops(tmp_path):
     driver = textwrap.dedent(f"""
         import os, sys, time
         from tuner.integrations.mlflow.writer import TrackerProcess
-        w = TrackerProcess("sqlite:///{tmp_path}/mlflow.db", "exp", "{tmp_path}/spool")
+        w = TrackerProcess("{sqlite_store(tmp_path)}", "exp", "{tmp_path}/spool")
         w.start({{"a": 1}})
         print(w._proc.pid, flush=True)
         time.sleep(60)
