@@ -148,6 +148,11 @@ ABLATION: dict[str, dict[str, Any]] = {
     # a study's defaults with log EI (constrained EI with a budget), and SE constraint GPs
     "study-ei": {**STUDY, "algorithm": "gp-ei-sdf"},
     "study-ei-gse": {**STUDY, "algorithm": "gp-ei-sdf", "constraint_kernel": "se"},
+    # a constraint's running trials at the constraint GP's posterior mean, not at g = 0
+    "study-gmean": {**STUDY, "constraint_pending": "mean"},
+    # the constraint GPs' prior mean at the mean of the values seen, not at the boundary
+    "study-gprior": {**STUDY, "constraint_prior_mean": "mean"},
+    "study-gprior-gmean": {**STUDY, "constraint_prior_mean": "mean", "constraint_pending": "mean"},
 }
 PEERS = ("optuna-tpe", "optuna-gp", "syne-botorch")
 METHODS = (*PROJECT, *PEERS)

@@ -321,3 +321,43 @@ def test_a_budget_on_the_log_scale_keeps_the_feasible_set_and_paper_settings_kee
     assert log.g(0.0) == pytest.approx(np.log(0.05))                  # a run that took no time
     cost = [{"metric": "cost", "limit": 1.0, "type": "budget"}]        # not a run time: a ratio
     assert Optimizer(space, Settings(constraints=cost)).constraints[0].g(0.5) == pytest.approx(-0.5)
+
+
+# --- the constraint GPs' prior mean and running trials --------------------------------------------
+
+def _all_infeasible(running: bool, **kw) -> Optimizer:
+    """g = cost - 0.6 = 0.8 at x = 0, 0.1, 0.2; with ``running`` a trial runs at x = 0.3."""
+    opt = Optimizer(LINE, constraints=[COST], objective_bounds=(0.0, 1.0), clock=SimClock(), seed=0,
+                    n_initial=0, **kw)
+    for x in (0.0, 0.1, 0.2):
+        opt.tell(opt.suggest(config={"x": x}).trial_id, 0.5, metrics={"cost": 1.4})
+    if running:
+        opt.suggest(config={"x": 0.3})
+    return opt
+
+
+def _g_at(opt: Optimizer, x: float) -> tuple[float, float]:
+    mean, var = opt.constraint_posterior(0).predict(np.array([[x]]))
+    return float(mean[0]), float(var[0])
+
+
+def test_a_running_trial_enters_the_constraint_gp_at_zero_or_at_its_posterior_mean():
+    """004 §5's c~ = 0 pulls g at a running trial to the boundary, where P(g <= 0) is about 1/2
+    and the search for feasibility gathers; ``constraint_pending: mean`` keeps the mean there
+    and only lowers the variance (a believer)."""
+    without = _g_at(_all_infeasible(False), 0.3)
+    zero = _g_at(_all_infeasible(True), 0.3)
+    believed = _g_at(_all_infeasible(True, constraint_pending="mean"), 0.3)
+    assert zero[0] < 0.5 * without[0]
+    assert believed[0] == pytest.approx(without[0], rel=1e-6)
+    assert believed[1] < 0.5 * without[1]
+
+
+def test_the_constraint_gps_prior_mean_is_the_boundary_or_the_values_mean():
+    """Far from every result a zero prior mean makes g look half feasible; with
+    ``constraint_prior_mean: mean`` it looks like the values seen (all infeasible here)."""
+    far_zero = _g_at(_all_infeasible(False), 1.0)
+    far_mean = _g_at(_all_infeasible(False, constraint_prior_mean="mean"), 1.0)
+    assert abs(far_zero[0]) < 0.05
+    assert far_mean[0] == pytest.approx(0.8, abs=0.05)
+    assert far_mean[1] == pytest.approx(far_zero[1])

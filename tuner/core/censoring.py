@@ -111,7 +111,7 @@ def in_last_window(trial: Trial, m: float, unit: str, now: float, t: int) -> boo
 
 
 def constraint_view(c: Any, trials: Sequence[Trial], m: float, unit: str, now: float,
-                    elapsed_bound: bool) -> tuple[list[Trial], np.ndarray]:
+                    elapsed_bound: bool, floor: float = 0.0) -> tuple[list[Trial], np.ndarray]:
     """Usable observations of constraint ``c`` and the censored targets c~_{s,t} of all trials.
 
     004 §5: c~ = c_s if the value arrived within the window m, else 0.  With ``elapsed_bound``
@@ -119,7 +119,8 @@ def constraint_view(c: Any, trials: Sequence[Trial], m: float, unit: str, now: f
     finished or stopped trial's run time is known exactly whenever it arrives, so it is never
     censored (censoring by delay would hide precisely the slow runs, the violations, at g = 0),
     and a running trial whose elapsed time already exceeds the budget enters with that lower
-    bound g(elapsed) > 0 instead of 0.
+    bound g(elapsed) > 0 instead of 0.  ``floor`` replaces 004's 0 (``-inf``: the bound alone,
+    for ``Settings.constraint_pending`` "mean", which raises it to the posterior mean).
     """
     done, y = [], np.zeros(len(trials))
     for tr in trials:
@@ -128,6 +129,7 @@ def constraint_view(c: Any, trials: Sequence[Trial], m: float, unit: str, now: f
             if elapsed_bound or tr.delay(unit) <= m:
                 done.append(tr)
                 y[tr.start_index] = value
-        elif elapsed_bound:      # a running trial's bound; 0 for one with nothing usable
-            y[tr.start_index] = max(c.lower_bound(tr, now) or 0.0, 0.0)
+                continue
+        bound = c.lower_bound(tr, now) if elapsed_bound and value is None else None
+        y[tr.start_index] = floor if bound is None else max(bound, floor)
     return done, y

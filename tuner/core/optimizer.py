@@ -515,7 +515,8 @@ class Optimizer:
     def _constraint_posterior(self, j: int, m: float, now: float, refit: bool = True) -> Posterior:
         c = self.constraints[j]
         done_c, yc_all = constraint_view(c, self.trials, m, self.window.unit, now,
-                                         self.settings.use_elapsed_bound and c.runtime)
+                                         self.settings.use_elapsed_bound and c.runtime,
+                                         -np.inf if self.view.believes_pending_g else 0.0)
         return self._fit_and_view(self.constraint_models[j], done_c, yc_all,
                                   lambda trs: np.array([c.observed(tr) for tr in trs], dtype=float),
                                   refit=refit)

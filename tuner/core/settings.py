@@ -36,9 +36,13 @@ class Settings:
     censor_noise: float = 0.01         # soft: a censored entry's noise variance / amplitude
     believe_past: int | None = None    # soft, wide pools: with more trials running than this, a
                                        # running trial enters at the posterior mean, not the minimum
+    constraint_pending: str = "zero"   # a constraint's running trial: c~ = 0 (004 §5) or, soft
+                                       # only, "mean": its posterior mean (or run-time bound)
     censor_at_partial: bool = True     # a trial that reported progress: censored at its last value
     delay_lambda_power: float = 0.0    # eq. 2's delay term B_y lambda^-p sum sigma (0: as printed)
     prior_mean: str = "zero"           # objective GP's prior mean: zero (001) or the results' mean
+    constraint_prior_mean: str = "zero"   # the constraint GPs': zero (the boundary g = 0), or the
+                                       # mean of the values seen
     output_warp: str = "none"          # the targets as 001 scales them, or spread by rank: copula (targets.py)
     nu_terms: str = "pending"
     beta: float = 1.0
@@ -180,9 +184,11 @@ SETTINGS_FIELDS: dict[str, Field] = {
     "censoring": Field((str,), choices=CENSORING),
     "censor_noise": Field((float,), above=0),
     "believe_past": Field((int, None), minimum=0),
+    "constraint_pending": Field((str,), choices=("zero", "mean")),
     "censor_at_partial": Field((bool,)),
     "delay_lambda_power": Field((float,), minimum=0, maximum=1),
     "prior_mean": Field((str,), choices=("zero", "mean")),
+    "constraint_prior_mean": Field((str,), choices=("zero", "mean")),
     "output_warp": Field((str,), choices=OUTPUT_WARPS),
     "nu_terms": Field((str,), choices=("pending", "window")),
     "beta": Field((float,), minimum=0),

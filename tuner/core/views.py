@@ -29,14 +29,16 @@ class PosteriorView:
                  refit: bool = True, objective: bool = False) -> Posterior:
         """Refit if due, then the posterior (``objective``: the objective's model, whose targets
         are centred on their mean when ``Settings.prior_mean`` is "mean", and whose running
-        trials ``Settings.believe_past`` may enter at the posterior mean).
+        trials ``Settings.believe_past`` may enter at the posterior mean; a constraint's are
+        centred when ``Settings.constraint_prior_mean`` is "mean").
 
         With ``sliding_window`` W (RPOL-SWUCB, 004 §6 / App. D) only the last W started trials
         inform the posterior; the hyperparameters are still fit on every usable result, and the
         variation-budget terms Gamma_t (which need the unknown path length P_T) are 0.
         """
-        offset = 0.0
-        if objective and self.settings.prior_mean == "mean" and done:
+        offset, s = 0.0, self.settings
+        centred = s.prior_mean if objective else s.constraint_prior_mean
+        if centred == "mean" and done:
             offset = float(np.mean(targets(done)))
             y_all, plain = y_all - offset, targets
             targets = lambda trs: plain(trs) - offset  # noqa: E731
@@ -69,6 +71,13 @@ class PosteriorView:
                               model.in_model(trials), y_all, objective)
         return model.posterior(self.algorithm.pending, y_all, y_done)
 
+    @property
+    def believes_pending_g(self) -> bool:
+        """``Settings.constraint_pending`` "mean" under soft censoring (``_soft``)."""
+        s = self.settings
+        return (s.constraint_pending == "mean" and s.censoring == "soft"
+                and self.algorithm.pending == "censor")
+
     def X(self, trials: Sequence[Trial]) -> np.ndarray:
         return np.array([tr.x for tr in trials]).reshape(len(trials), self.dim)
 
@@ -78,11 +87,17 @@ class PosteriorView:
         target y_all[s] at noise ``censor_noise`` x amplitude (a deviation from eq. 1).  With
         more than ``believe_past`` trials running (the objective only), a running trial that has
         not reported a step enters at the results' posterior mean instead (a believer: the mean
-        stays, the variance there falls, as in GP-BUCB's hallucination; a second deviation)."""
+        stays, the variance there falls, as in GP-BUCB's hallucination; a second deviation).
+        A constraint's trial with no usable value enters, with ``Settings.constraint_pending``
+        "mean", at its posterior mean, or at its run-time bound where that is higher, instead of
+        004 §5's 0 (a third deviation: at 0 every running trial looks half feasible to P(g <= 0),
+        and the search for feasibility gathers around the running trials)."""
         ids = {tr.trial_id for tr in done}
         cens = [tr for tr in trials if tr.trial_id not in ids]
         yc = y_all[[tr.start_index for tr in cens]] if cens else np.zeros(0)
         Xc, past = self.X(cens), self.settings.believe_past
+        if not objective and self.believes_pending_g and cens:
+            yc = np.maximum(yc, Posterior(gp, y_done, gp).predict(Xc)[0])
         if objective and past is not None:
             running = [tr.status == Status.RUNNING for tr in cens]
             if sum(running) > past:
