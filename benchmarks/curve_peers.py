@@ -40,7 +40,7 @@ from .peers import STUDY_2026_11_26, Adapter, OptunaAdapter, Suggestion, syne_tu
 
 OURS = ("tuner", "tuner-asha", "tuner-curve", "tuner-copula", "tuner-copula-matern", "tuner-study",
         "tuner-study-asha", "tuner-study-curve", "tuner-asha-auto", "tuner-study-asha-auto",
-        "tuner-asha-rank", "tuner-study-asha-rank")
+        "tuner-asha-rank", "tuner-study-asha-rank", "tuner-study-gzero")
 PEERS = ("random-topk", "ray-asha-random", "ray-asha-tpe", "optuna-tpe-hyperband",
          "optuna-tpe-sh", "syne-asha", "syne-bohb")
 METHODS = (*OURS, *PEERS)
@@ -230,6 +230,8 @@ def make(method: str, problem: Any, seed: int) -> tuple[Any, list[Any]]:
             extra.update(STUDY_2026_11_26)
         elif method.startswith("tuner-study"):        # a study's defaults (and its rule)
             extra.update(STUDY_OPTIMIZER_DEFAULTS)
+            if method == "tuner-study-gzero":   # before 2026-11-27: constraint GPs at the boundary
+                extra.update(constraint_prior_mean="zero", constraint_pending="zero")
         opt = Optimizer(problem.space, seed=seed, objective_bounds=(0.0, 1.0), **extra)
         if method.endswith("-asha"):
             rules.append(ASHA(epochs, GRACE, ETA))

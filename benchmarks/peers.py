@@ -148,11 +148,14 @@ ABLATION: dict[str, dict[str, Any]] = {
     # a study's defaults with log EI (constrained EI with a budget), and SE constraint GPs
     "study-ei": {**STUDY, "algorithm": "gp-ei-sdf"},
     "study-ei-gse": {**STUDY, "algorithm": "gp-ei-sdf", "constraint_kernel": "se"},
-    # a constraint's running trials at the constraint GP's posterior mean, not at g = 0
-    "study-gmean": {**STUDY, "constraint_pending": "mean"},
-    # the constraint GPs' prior mean at the mean of the values seen, not at the boundary
-    "study-gprior": {**STUDY, "constraint_prior_mean": "mean"},
+    # a constraint's running trials at the constraint GP's posterior mean, not at g = 0, and
+    # its prior mean at the mean of the values seen, not at the boundary (alone; both: a study's
+    # defaults since 2026-11-27, measured as study-gprior-gmean)
+    "study-gmean": {**STUDY, "constraint_prior_mean": "zero", "constraint_pending": "mean"},
+    "study-gprior": {**STUDY, "constraint_prior_mean": "mean", "constraint_pending": "zero"},
     "study-gprior-gmean": {**STUDY, "constraint_prior_mean": "mean", "constraint_pending": "mean"},
+    # a study's defaults before those two (the constraint GPs at the boundary)
+    "study-gzero": {**STUDY, "constraint_prior_mean": "zero", "constraint_pending": "zero"},
 }
 PEERS = ("optuna-tpe", "optuna-gp", "syne-botorch")
 METHODS = (*PROJECT, *PEERS)

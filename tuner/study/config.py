@@ -60,13 +60,17 @@ def check_section(section: str, data: Any, schema: Mapping[str, Field]) -> dict[
 # the rank warp"); with more than 3 trials running, a running trial enters the GP at the posterior
 # mean, not the minimum ("Wide pools: running trials at the posterior mean"); near the study's
 # wall-clock limit only runs predicted to finish are started, and none once even the fastest
-# finished run would not finish ("The study's deadline"); smooth
+# finished run would not finish ("The study's deadline"); a constraint GP (the budget's) starts
+# from the mean of the values seen, not from the boundary, and its running trials enter at its
+# posterior mean, not at the boundary ("The constraint GPs' prior mean and running trials"); smooth
 # test functions keep the Optimizer's own defaults.
 STUDY_OPTIMIZER_DEFAULTS: dict[str, Any] = {"output_warp": "copula", "kernel": "matern52",
                                             "noise_floor": 1e-3, "believe_past": 3,
                                             "finish_by_deadline": True,
                                             "idle_near_deadline": True,
-                                            "startup_until_result": True}
+                                            "startup_until_result": True,
+                                            "constraint_prior_mean": "mean",
+                                            "constraint_pending": "mean"}
 
 
 def study_optimizer_defaults(algorithm: Any = None, context: bool = False) -> dict[str, Any]:

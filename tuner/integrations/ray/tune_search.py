@@ -237,7 +237,8 @@ class TunerSearch(Searcher):
             (a function returning the time in seconds; ``time.time`` by default).  As in a
             study, ``output_warp`` defaults to ``copula`` (``none`` for Thompson sampling with a
             context), ``kernel`` to ``matern52``, ``noise_floor`` to 1e-3, ``believe_past``
-            to 3 and ``finish_by_deadline`` to true, which acts only with ``time_budget_s``
+            to 3, ``finish_by_deadline`` to true, which acts only with ``time_budget_s``, and
+            ``constraint_prior_mean`` and ``constraint_pending`` to ``mean``
             (``tuner.study.config.study_optimizer_defaults``).
 
     Example::
