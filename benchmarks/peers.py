@@ -156,6 +156,8 @@ ABLATION: dict[str, dict[str, Any]] = {
     "study-gprior-gmean": {**STUDY, "constraint_prior_mean": "mean", "constraint_pending": "mean"},
     # a study's defaults before those two (the constraint GPs at the boundary)
     "study-gzero": {**STUDY, "constraint_prior_mean": "zero", "constraint_pending": "zero"},
+    # the Optimizer's defaults with both (not its default: mixed there, see the results README)
+    "tuner-gpm": {"constraint_prior_mean": "mean", "constraint_pending": "mean"},
 }
 PEERS = ("optuna-tpe", "optuna-gp", "syne-botorch")
 METHODS = (*PROJECT, *PEERS)
