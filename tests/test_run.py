@@ -382,10 +382,9 @@ def test_a_failed_start_leaves_no_running_parent_and_the_next_start_adopts_it(tm
     """A start-up failure (here the budget's reference run raises) ends the MLflow parent run
     as FAILED; a hard kill before the first state save leaves one behind; the next start of
     the study reuses that parent run, so the experiment never holds an empty second parent."""
-    uri = sqlite_store(tmp_path)
     cfg = study(tmp_path, study="adopt", budget={"limit": "2x"}, run={"trials": 3, "max_concurrent": 2},
                 trainable_options={"time_scale": 0.1, "fail_above": 0.0})
-    cfg["mlflow"] = {"tracking_uri": uri}
+    uri = cfg["mlflow"]["tracking_uri"]
     path = config_file(tmp_path, cfg)
     p = cli("run", str(path), cwd=tmp_path)
     out = p.communicate(timeout=300)[0]

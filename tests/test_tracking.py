@@ -61,8 +61,8 @@ def assert_logged_once(client: MlflowClient, parent: str, trial_ids) -> None:
 
 @pytest.fixture(scope="module")
 def sqlite_uri(tmp_path_factory):
-    """One sqlite store for the module; artifacts go to
-    MLflow's default ./mlruns, so the module runs inside its temporary folder."""
+    """One sqlite store for the module; artifacts go to MLflow's default ./mlruns, so the
+    module runs inside its temporary folder."""
     root = tmp_path_factory.mktemp("mlflow")
     uri = sqlite_store(root)
     with pytest.MonkeyPatch.context() as mp:

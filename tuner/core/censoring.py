@@ -130,6 +130,6 @@ def constraint_view(c: Any, trials: Sequence[Trial], m: float, unit: str, now: f
                 done.append(tr)
                 y[tr.start_index] = value
                 continue
-        bound = c.lower_bound(tr, now) if elapsed_bound and value is None else None
+        bound = c.lower_bound(tr, now) if elapsed_bound else None    # a running trial's
         y[tr.start_index] = floor if bound is None else max(bound, floor)
     return done, y
