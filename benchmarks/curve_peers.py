@@ -36,7 +36,7 @@ from tuner.loop.simulator import OBJECTIVE
 from tuner.loop.stopping import ASHA, CurveRule, Fidelity, PaceBudget, asha_rule
 from tuner.study.config import STUDY_OPTIMIZER_DEFAULTS
 
-from .peers import STUDY_2026_11_26, Adapter, OptunaAdapter, Suggestion, syne_tune_space
+from .peers import GZERO, STUDY_2026_11_26, Adapter, OptunaAdapter, Suggestion, syne_tune_space
 
 OURS = ("tuner", "tuner-asha", "tuner-curve", "tuner-copula", "tuner-copula-matern", "tuner-study",
         "tuner-study-asha", "tuner-study-curve", "tuner-asha-auto", "tuner-study-asha-auto",
@@ -231,7 +231,7 @@ def make(method: str, problem: Any, seed: int) -> tuple[Any, list[Any]]:
         elif method.startswith("tuner-study"):        # a study's defaults (and its rule)
             extra.update(STUDY_OPTIMIZER_DEFAULTS)
             if method == "tuner-study-gzero":   # before 2026-11-27: constraint GPs at the boundary
-                extra.update(constraint_prior_mean="zero", constraint_pending="zero")
+                extra.update(GZERO)
         opt = Optimizer(problem.space, seed=seed, objective_bounds=(0.0, 1.0), **extra)
         if method.endswith("-asha"):
             rules.append(ASHA(epochs, GRACE, ETA))

@@ -33,6 +33,8 @@ DEFAULT = {k: getattr(Settings(), k) for k in (*PAPER_EXACT, "censor_noise")}
 STUDY = {**DEFAULT, **STUDY_OPTIMIZER_DEFAULTS}      # what a study (tuner run, TunerSearch) runs
 STUDY_2026_11_26 = {"output_warp": "copula", "kernel": "matern52"}   # a study's defaults, 2026-11-26
 STUDY_2026_11_27 = {**STUDY_2026_11_26, "noise_floor": 1e-3}          # and 2026-11-27
+# a study's constraint GPs before 2026-11-27: prior and running trials at the boundary g = 0
+GZERO = {"constraint_prior_mean": "zero", "constraint_pending": "zero"}
 COPULA_MATERN = {**DEFAULT, **STUDY_2026_11_26}
 FLOOR = {**DEFAULT, **STUDY_2026_11_27}
 COMBO = {**PAPER, "censoring": "soft", "n_initial": "auto", "lengthscale_prior": True,
@@ -155,7 +157,7 @@ ABLATION: dict[str, dict[str, Any]] = {
     "study-gprior": {**STUDY, "constraint_prior_mean": "mean", "constraint_pending": "zero"},
     "study-gprior-gmean": {**STUDY, "constraint_prior_mean": "mean", "constraint_pending": "mean"},
     # a study's defaults before those two (the constraint GPs at the boundary)
-    "study-gzero": {**STUDY, "constraint_prior_mean": "zero", "constraint_pending": "zero"},
+    "study-gzero": {**STUDY, **GZERO},
     # the Optimizer's defaults with both (not its default: mixed there, see the results README)
     "tuner-gpm": {"constraint_prior_mean": "mean", "constraint_pending": "mean"},
 }

@@ -130,6 +130,6 @@ def constraint_view(c: Any, trials: Sequence[Trial], m: float, unit: str, now: f
                 done.append(tr)
                 y[tr.start_index] = value
                 continue
-        bound = c.lower_bound(tr, now) if elapsed_bound else None    # a running trial's
+        bound = c.lower_bound(tr, now) if elapsed_bound else None    # None: no bound known
         y[tr.start_index] = floor if bound is None else max(bound, floor)
     return done, y
