@@ -158,6 +158,9 @@ ABLATION: dict[str, dict[str, Any]] = {
     "study-gprior-gmean": {**STUDY, "constraint_prior_mean": "mean", "constraint_pending": "mean"},
     # a study's defaults before those two (the constraint GPs at the boundary)
     "study-gzero": {**STUDY, **GZERO},
+    # a study's defaults with the rank warp chosen by held-out ranks (tuner.core.warp_choice)
+    "study-wauto": {**STUDY, "output_warp": "auto"},
+    "study-wauto-m03": {**STUDY, "output_warp": "auto", "warp_margin": 0.03},
     # the Optimizer's defaults with both (not its default: mixed there, see the results README)
     "tuner-gpm": {"constraint_prior_mean": "mean", "constraint_pending": "mean"},
 }

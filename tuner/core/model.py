@@ -146,6 +146,11 @@ class CensoredModel:
         self._apply(hyper, order[best])
         return True
 
+    def refit_now(self, bounds: HyperBounds) -> None:
+        """Fit the hyperparameters at the next ``maybe_refit``, in the box ``bounds`` from now on
+        (the targets changed: ``output_warp: auto``, ``tuner.core.warp_choice``)."""
+        self.bounds, self.fit_n, self.deferred = bounds, 0, None
+
     def _apply(self, hyper: Hyperparameters, kernel: Kernel) -> None:
         """Put fitted hyperparameters (and the kernel they were fit for) in force: both GPs are
         factorized afresh (the replay's base, ``load_state``)."""

@@ -43,7 +43,10 @@ class Settings:
     prior_mean: str = "zero"           # objective GP's prior mean: zero (001) or the results' mean
     constraint_prior_mean: str = "zero"   # the constraint GPs': zero (the boundary g = 0), or the
                                        # mean of the values seen
-    output_warp: str = "none"          # the targets as 001 scales them, or spread by rank: copula (targets.py)
+    output_warp: str = "none"          # the targets as 001 scales them, or spread by rank: copula (targets.py),
+                                       # or auto: either, by held-out ranks (warp_choice.py)
+    warp_margin: float = 0.1           # auto: the warp unless the plain GP's held-out rank correlation is
+                                       # higher by more than this
     nu_terms: str = "pending"
     beta: float = 1.0
     beta_schedule: str = "constant"
@@ -190,6 +193,7 @@ SETTINGS_FIELDS: dict[str, Field] = {
     "prior_mean": Field((str,), choices=("zero", "mean")),
     "constraint_prior_mean": Field((str,), choices=("zero", "mean")),
     "output_warp": Field((str,), choices=OUTPUT_WARPS),
+    "warp_margin": Field((float,), minimum=-1.0),
     "nu_terms": Field((str,), choices=("pending", "window")),
     "beta": Field((float,), minimum=0),
     "beta_schedule": Field((str,), choices=acq.BETA_SCHEDULES),

@@ -35,6 +35,7 @@ def changing_state(opt: Optimizer) -> dict[str, Any]:
             "constraint_models": [m.state_dict() for m in opt.constraint_models],
             "handler": opt.handler.state_dict(),
             "seen_constraint": sorted(opt._seen_constraint),
+            "warp": {"on": opt.warp_on, "chosen_at": opt._warp_chosen_at},
             "rng": opt.rng.bit_generator.state}
 
 
@@ -57,6 +58,9 @@ def restore(opt: Optimizer, state: Mapping[str, Any]) -> None:
     opt._range_memo = None
     opt.rng.bit_generator.state = state["rng"]
     opt.objective.load_state(state["objective"], opt.trials)
+    if "warp" in state:       # saved since output_warp auto (its choice and the box that goes with it)
+        opt.warp_on, opt._warp_chosen_at = state["warp"]["on"], state["warp"]["chosen_at"]
+        opt.objective.bounds = opt.objective_bounds(opt.warp_on)
     for model, st in zip(opt.constraint_models, state["constraint_models"]):
         model.load_state(st, opt.trials)
     opt.handler.load_state(state["handler"])

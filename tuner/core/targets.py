@@ -67,7 +67,7 @@ class RankWarp:
         return u
 
 
-OUTPUT_WARPS = ("none", "copula")
+OUTPUT_WARPS = ("none", "copula", "auto")
 
 
 def normalized(trials: Sequence[Trial], mode: str, lo: float, hi: float,
