@@ -26,7 +26,7 @@ def test_the_default_study_is_configs_cnn_yaml():
 
 
 def test_a_study_warps_its_results_by_rank_unless_its_config_says_otherwise():
-    """Studies of training runs start from ``output_warp: copula``, ``kernel: matern52``, the
+    """Studies of training runs start from ``output_warp: auto``, ``kernel: matern52``, the
     noise floor, ``believe_past: 3``, ``finish_by_deadline`` and ``startup_until_result`` (the
     bare Optimizer does not); a config or TunerSearch argument that names the setting wins."""
     from tuner import Settings
@@ -36,7 +36,7 @@ def test_a_study_warps_its_results_by_rank_unless_its_config_says_otherwise():
             "space": {"C": {"type": "float", "low": 0.01, "high": 10.0}}}
     study = load_study(base).settings
     assert (study.output_warp, study.kernel, study.noise_floor, study.believe_past,
-            study.finish_by_deadline, study.startup_until_result) == ("copula", "matern52", 1e-3, 3,
+            study.finish_by_deadline, study.startup_until_result) == ("auto", "matern52", 1e-3, 3,
                                                                       True, True)
     assert load_study({**base, "optimizer": {"output_warp": "none"}}).settings.output_warp == "none"
     assert load_study({**base, "optimizer": {"believe_past": None}}).settings.believe_past is None
@@ -47,7 +47,7 @@ def test_a_study_warps_its_results_by_rank_unless_its_config_says_otherwise():
     searched = TunerSearch(metric="loss", mode="min", space=line).optimizer.settings
     assert (searched.output_warp, searched.kernel, searched.noise_floor, searched.believe_past,
             searched.finish_by_deadline, searched.startup_until_result) == (
-                "copula", "matern52", 1e-3, 3, True, True)
+                "auto", "matern52", 1e-3, 3, True, True)
     told = TunerSearch(metric="loss", mode="min", space=line, output_warp="none")
     assert told.optimizer.settings.output_warp == "none"
 
@@ -62,8 +62,8 @@ def test_thompson_sampling_with_a_context_starts_without_the_rank_warp():
             "space": {"C": {"type": "float", "low": 0.01, "high": 10.0}}}
     ts = {"optimizer": {"algorithm": "gp-ts-sdf"}}
     assert load_study({**base, **ts, "context": {"rows": 100}}).settings.output_warp == "none"
-    assert load_study({**base, **ts}).settings.output_warp == "copula"
-    assert load_study({**base, "context": {"rows": 100}}).settings.output_warp == "copula"
+    assert load_study({**base, **ts}).settings.output_warp == "auto"
+    assert load_study({**base, "context": {"rows": 100}}).settings.output_warp == "auto"
     told = {"optimizer": {"algorithm": "gp-ts-sdf", "output_warp": "copula"}}
     assert load_study({**base, **told, "context": {"rows": 100}}).settings.output_warp == "copula"
     other = load_study({**base, **ts, "context": {"rows": 100}}).settings
@@ -74,7 +74,7 @@ def test_thompson_sampling_with_a_context_starts_without_the_rank_warp():
                            context={"rows": 100})
     assert searched.optimizer.settings.output_warp == "none"
     assert TunerSearch(metric="loss", mode="min", space=line,
-                       algorithm="gp-ts-sdf").optimizer.settings.output_warp == "copula"
+                       algorithm="gp-ts-sdf").optimizer.settings.output_warp == "auto"
 
 
 def test_numbers_written_as_1e_minus_3_are_numbers_in_a_study_file(tmp_path):
