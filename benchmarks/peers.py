@@ -159,9 +159,8 @@ ABLATION: dict[str, dict[str, Any]] = {
     # a study's defaults before those two (the constraint GPs at the boundary)
     "study-gzero": {**STUDY, **GZERO},
     # a study's defaults with the rank warp always (its default until 2026-11-28: "study" in the
-    # runs of before), and with the warp dropped at a smaller margin (tuner.core.warp_choice)
+    # runs of before; docs/results/warp-auto-2026-11-28)
     "study-copula": {**STUDY, "output_warp": "copula"},
-    "study-wauto-m03": {**STUDY, "warp_margin": 0.03},
     # the Optimizer's defaults with both (not its default: mixed there, see the results README)
     "tuner-gpm": {"constraint_prior_mean": "mean", "constraint_pending": "mean"},
 }
