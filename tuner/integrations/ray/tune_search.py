@@ -236,7 +236,8 @@ class TunerSearch(Searcher):
         **optimizer_settings: any other ``tuner.core.settings.Settings`` field, plus ``clock``
             (a function returning the time in seconds; ``time.time`` by default).  As in a
             study, ``output_warp`` defaults to ``auto`` (the rank warp unless the plain scores
-            rank held-out results clearly better; ``none`` for Thompson sampling with a context), ``kernel`` to ``matern52``, ``noise_floor`` to 1e-3, ``believe_past``
+            rank held-out results clearly better; ``none`` for Thompson sampling with a
+            context), ``kernel`` to ``matern52``, ``noise_floor`` to 1e-3, ``believe_past``
             to 3, ``finish_by_deadline`` to true, which acts only with ``time_budget_s``, and
             ``constraint_prior_mean`` and ``constraint_pending`` to ``mean``
             (``tuner.study.config.study_optimizer_defaults``).
