@@ -82,9 +82,10 @@ def test_while_the_warp_is_kept_the_choices_are_the_warped_optimizers():
 
 
 def test_with_the_warp_or_without_it_the_choice_is_not_made():
+    """Past the 20 results at which ``auto`` chooses."""
     for warp in ("none", "copula"):
         opt = Optimizer(SQUARE, clock=SimClock(), seed=0, output_warp=warp, n_initial=4)
-        for _ in range(12):
+        for _ in range(24):
             s = opt.suggest()
             opt.tell(s.trial_id, float(smooth(s.config["x"], s.config["y"])))
         assert opt._warp_chosen_at == 0 and opt.warp_on == (warp == "copula")

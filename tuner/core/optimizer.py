@@ -598,9 +598,9 @@ class Optimizer:
         u = normalized(done, s.mode, lo, hi)
         model = self.objective
         rng = np.random.default_rng([abs(s.seed), n])     # the suggestions' stream untouched
-        use, _ = prefer_warp(model.gp_all.kernel, self.view.X(done), u, warp(u), model.gp_all.hyper, rng,
-                             (self.objective_bounds(False), self.objective_bounds(True)), s.fit_restarts,
-                             s.lengthscale_prior, model.groups, s.prior_mean == "mean", s.warp_margin)
+        use = prefer_warp(model.gp_all.kernel, self.view.X(done), u, warp(u), model.gp_all.hyper, rng,
+                          (self.objective_bounds(False), self.objective_bounds(True)), s.fit_restarts,
+                          s.lengthscale_prior, model.groups, s.prior_mean == "mean", s.warp_margin)
         if use != self.warp_on:
             self.warp_on, self._range_memo = use, None
             model.refit_now(self.objective_bounds(use))

@@ -14,10 +14,9 @@ the results: docs/method.md).
 from __future__ import annotations
 
 import numpy as np
-from scipy.linalg import cho_factor, cho_solve
 from scipy.stats import spearmanr
 
-from .gp import HyperBounds, Hyperparameters, fit_hyperparameters
+from .gp import GaussianProcess, HyperBounds, Hyperparameters, fit_hyperparameters
 from .kernels import Kernel
 
 WARP_CHOICE_FROM = 20         # the first choice once this many usable results are in (half of them
@@ -27,11 +26,12 @@ WARP_CHOICE_RHO = 0.8         # the plain GP only where it ranks the better half
 
 
 def loo_means(kernel: Kernel, hyper: Hyperparameters, X: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """mu_{-i} = y_i - [K^-1 y]_i / [K^-1]_ii (R&W eq. 5.12), K with the noise on its diagonal."""
-    K = kernel(X, X, hyper.amplitude, hyper.lengthscales, hyper.share, hyper.level)
-    K[np.diag_indices_from(K)] += hyper.noise
-    c = cho_factor(K, lower=True)
-    Kinv = cho_solve(c, np.eye(len(y)))
+    """mu_{-i} = y_i - [K^-1 y]_i / [K^-1]_ii (R&W eq. 5.12), K + lambda I factorized as the
+    GP factorizes it (``GaussianProcess.reset``, with its jitter fallback)."""
+    gp = GaussianProcess(kernel, hyper)
+    gp.reset(X)
+    Linv = gp.solve(np.eye(len(y)))
+    Kinv = Linv.T @ Linv
     return y - (Kinv @ y) / np.diag(Kinv)
 
 
@@ -51,13 +51,12 @@ def loo_rank_score(kernel: Kernel, X: np.ndarray, y: np.ndarray, start: Hyperpar
 
 def prefer_warp(kernel: Kernel, X: np.ndarray, u: np.ndarray, w: np.ndarray, start: Hyperparameters,
                 rng: np.random.Generator, bounds: tuple[HyperBounds, HyperBounds], restarts: int,
-                prior: bool, groups: np.ndarray | None, centre: bool, margin: float
-                ) -> tuple[bool, tuple[float, float]]:
+                prior: bool, groups: np.ndarray | None, centre: bool, margin: float) -> bool:
     """Whether to keep the warp: unless the GP on the plain targets ``u`` ranks the held-out
     better half at least ``WARP_CHOICE_RHO`` well and better than the GP on the warped ones
     ``w`` by more than ``margin`` (on noisy training runs neither ranks the crowded top, and
-    the warp's other gain, a search not drawn to the diverged runs, decides); and both scores
-    (plain, warped).  ``bounds``: the fits' boxes (plain, warped)."""
+    the warp's other gain, a search not drawn to the diverged runs, decides).  ``bounds``: the
+    fits' boxes (plain, warped)."""
     plain = loo_rank_score(kernel, X, u, start, rng, bounds[0], restarts, prior, groups, centre)
     warped = loo_rank_score(kernel, X, w, start, rng, bounds[1], restarts, prior, groups, centre)
-    return not (plain >= WARP_CHOICE_RHO and plain > warped + margin), (plain, warped)
+    return not (plain >= WARP_CHOICE_RHO and plain > warped + margin)
