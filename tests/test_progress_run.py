@@ -32,9 +32,17 @@ def fit_by_epoch(config):
         yield {"epoch": epoch, "score": CURVES.score(config, epoch)}
 
 
-def progress_study(tmp_path, **sections):
+def slow_fit_by_epoch(config):
+    """The same curves at 0.25 s an epoch: stopped at its third report, a run still has six
+    epochs (1.5 s) to go, so a slow driver cannot see it finish before the stop."""
+    for epoch in range(1, EPOCHS + 1):
+        time.sleep(0.25)
+        yield {"epoch": epoch, "score": CURVES.score(config, epoch)}
+
+
+def progress_study(tmp_path, trainable=fit_by_epoch, **sections):
     sections = {"run": {"trials": 14}, **sections}
-    base = study(tmp_path, trainable=fit_by_epoch, space=CURVES.space,
+    base = study(tmp_path, trainable=trainable, space=CURVES.space,
                  objective={"metric": "score", "mode": "max"},
                  fidelity={"metric": "epoch", "max": EPOCHS}, **sections)
     del base["trainable_options"]        # a user's function takes none
@@ -81,10 +89,10 @@ def test_asha_stops_runs_mid_curve_and_each_curve_is_in_mlflow(ray_session, tmp_
 
 def test_a_study_whose_every_run_is_stopped_still_ends_with_a_best_and_a_summary(ray_session,
                                                                                     tmp_path):
-    """A budget every run's pace breaks: all are stopped early by their pace, and the study
-    says so and shows the best run it saw."""
-    cfg = progress_study(tmp_path, run={"trials": 4},
-                         budget={"limit": 0.05, "stop_margin": 1.0, "pace_margin": 0.1})
+    """A budget every run's pace breaks (2.25 s of epochs against 0.05 s): all are stopped
+    early by their pace, and the study says so and shows the best run it saw."""
+    cfg = progress_study(tmp_path, trainable=slow_fit_by_epoch, run={"trials": 4},
+                         budget={"limit": 0.05, "pace_margin": 0.1})
     result, printed = run_quietly(cfg)
     opt = result.optimizer
     assert all(tr.status == Status.STOPPED for tr in opt.trials)
