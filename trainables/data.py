@@ -3,7 +3,9 @@
 Tabular data (SVM, logistic regression) and images (CNN) ship with scikit-learn; MNIST is read
 through torchvision from files the user has put in place, never downloaded.  Every loader is
 ``functools.lru_cache``-d on its arguments, so a Ray worker that runs many trials loads a data
-set once.
+set once.  scikit-learn is imported when a data set is loaded, not with this module: the
+synthetic trainable and a user's function (and validating any study) never import it, which
+saves seconds at start-up in the driver and in each Ray worker.
 """
 
 from __future__ import annotations
@@ -14,11 +16,8 @@ from functools import lru_cache
 from typing import Any
 
 import numpy as np
-from sklearn.datasets import load_breast_cancer, load_digits
-from sklearn.model_selection import train_test_split
-from sklearn.preprocessing import StandardScaler
 
-TABULAR = {"breast_cancer": load_breast_cancer, "digits": load_digits}
+TABULAR = {"breast_cancer": "load_breast_cancer", "digits": "load_digits"}   # sklearn.datasets
 IMAGES = ("digits", "mnist")
 MNIST_FILES = ("train-images-idx3-ubyte", "train-labels-idx1-ubyte",
                "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")
@@ -42,6 +41,8 @@ def _read_only(*arrays: np.ndarray) -> None:
 
 def _split(X: np.ndarray, y: np.ndarray, val_fraction: float, split_seed: int):
     """Stratified split, ``val_fraction`` held out (paper 001 App. C.2: 70/30)."""
+    from sklearn.model_selection import train_test_split
+
     return train_test_split(X, y, test_size=val_fraction, stratify=y, random_state=split_seed)
 
 
@@ -52,9 +53,13 @@ def tabular(dataset: str, val_fraction: float = 0.3, split_seed: int = 0,
     are centred and scaled with statistics of the training part only."""
     if dataset not in TABULAR:
         raise ValueError(f"unknown tabular data set {dataset!r}; allowed: {sorted(TABULAR)}")
-    bunch = TABULAR[dataset]()
+    import sklearn.datasets
+
+    bunch = getattr(sklearn.datasets, TABULAR[dataset])()
     X_tr, X_va, y_tr, y_va = _split(bunch.data, bunch.target, val_fraction, split_seed)
     if standardize:
+        from sklearn.preprocessing import StandardScaler
+
         scaler = StandardScaler().fit(X_tr)
         X_tr, X_va = scaler.transform(X_tr), scaler.transform(X_va)
     X_tr, X_va = X_tr.astype(np.float32), X_va.astype(np.float32)
@@ -93,6 +98,8 @@ def images(dataset: str, root: str = "data", val_fraction: float = 0.3,
     import torch
 
     if dataset == "digits":
+        from sklearn.datasets import load_digits
+
         bunch = load_digits()
         X = (bunch.images / 16.0).astype(np.float32)[:, None]
         X_tr, X_va, y_tr, y_va = _split(X, bunch.target.astype(np.int64), val_fraction, split_seed)
