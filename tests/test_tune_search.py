@@ -432,6 +432,7 @@ def test_trials_stopped_early_by_asha_are_censored_not_told(ray_session, tmp_pat
     tuner = tune.Tuner(
         stepwise, param_space={"x": tune.uniform(-1.0, 1.0)},
         tune_config=tune.TuneConfig(search_alg=searcher, num_samples=12, max_concurrent_trials=4,
+                                    reuse_actors=True,
                                     scheduler=ASHAScheduler(metric="loss", mode="min", max_t=8,
                                                             grace_period=1, reduction_factor=2)),
         run_config=tune.RunConfig(name=f"asha{max_t}", storage_path=str(tmp_path), verbose=0))
@@ -480,7 +481,7 @@ def test_tuner_scheduler_with_tuner_search_stops_runs_the_search_learns_from(ray
         crossing_curve,
         param_space={"lr": tune.loguniform(1e-4, 1.0), "width": tune.lograndint(8, 256)},
         tune_config=tune.TuneConfig(search_alg=search, scheduler=scheduler, num_samples=20,
-                                    max_concurrent_trials=2),
+                                    max_concurrent_trials=2, reuse_actors=True),
         run_config=tune.RunConfig(name="curves", storage_path=str(tmp_path), verbose=0))
     results = tuner.fit()
     assert not results.errors and len(results) == 20
@@ -531,6 +532,7 @@ if how == "new":
                                          "width": tune.lograndint(8, 256)},
                        tune_config=tune.TuneConfig(
                            search_alg=search, num_samples=16, max_concurrent_trials=2,
+                           reuse_actors=True,
                            scheduler=TunerScheduler(search=search, time_attr="epoch", max_t=EPOCHS)),
                        run_config=tune.RunConfig(name="exp", storage_path=path, verbose=0,
                                                  callbacks=[Said()]))
