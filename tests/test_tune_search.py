@@ -333,7 +333,8 @@ def test_a_time_budget_in_a_real_tuner_run(ray_session, tmp_path):
     searcher = TunerSearch({"x": tune.uniform(0.0, 1.0)}, metric="score", mode="max",
                            time_budget_s=8.0, seed=3, **FAST)
     tuner = tune.Tuner(fast_and_slow, tune_config=tune.TuneConfig(
-        search_alg=searcher, num_samples=1000, max_concurrent_trials=2, time_budget_s=8.0),
+        search_alg=searcher, num_samples=1000, max_concurrent_trials=2, time_budget_s=8.0,
+        reuse_actors=True),
         run_config=tune.RunConfig(name="budget", storage_path=str(tmp_path), verbose=0))
     results = tuner.fit()
     assert results.num_errors == 0 and 5 < len(results) < 1000
