@@ -25,19 +25,22 @@ EPOCHS = 9
 CURVES = CrossingCurves(epochs=EPOCHS)
 
 
+def epochs_of(config, seconds):
+    """The curve of ``config``, one report per epoch of ``seconds``."""
+    for epoch in range(1, EPOCHS + 1):
+        time.sleep(seconds)
+        yield {"epoch": epoch, "score": CURVES.score(config, epoch)}
+
+
 def fit_by_epoch(config):
     """A training job that reports its validation score after each epoch."""
-    for epoch in range(1, EPOCHS + 1):
-        time.sleep(0.02)
-        yield {"epoch": epoch, "score": CURVES.score(config, epoch)}
+    yield from epochs_of(config, 0.02)
 
 
 def slow_fit_by_epoch(config):
     """The same curves at 0.25 s an epoch: stopped at its third report, a run still has six
     epochs (1.5 s) to go, so a slow driver cannot see it finish before the stop."""
-    for epoch in range(1, EPOCHS + 1):
-        time.sleep(0.25)
-        yield {"epoch": epoch, "score": CURVES.score(config, epoch)}
+    yield from epochs_of(config, 0.25)
 
 
 def progress_study(tmp_path, trainable=fit_by_epoch, **sections):

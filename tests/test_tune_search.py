@@ -31,12 +31,16 @@ def quadratic(config):
     tune.report({"loss": loss, "score": -loss})
 
 
-def run(tmp_path, trainable, searcher, param_space, num_samples, concurrency=2, name="exp"):
+def run(tmp_path, trainable, searcher, param_space, num_samples, concurrency=2, name="exp",
+        **tune_options):
+    """A real ``tune.Tuner`` run whose trials reuse their actors (a fresh worker per trial
+    imports tuner, numpy and scipy again); ``tune_options``: more ``TuneConfig`` fields."""
     tuner = tune.Tuner(
         trainable,
         param_space=param_space,
         tune_config=tune.TuneConfig(search_alg=searcher, num_samples=num_samples,
-                                    max_concurrent_trials=concurrency, reuse_actors=True),
+                                    max_concurrent_trials=concurrency, reuse_actors=True,
+                                    **tune_options),
         run_config=tune.RunConfig(name=name, storage_path=str(tmp_path), verbose=0),
     )
     return tuner.fit()
@@ -332,11 +336,7 @@ def test_a_time_budget_in_a_real_tuner_run(ray_session, tmp_path):
     chose with it near the end."""
     searcher = TunerSearch({"x": tune.uniform(0.0, 1.0)}, metric="score", mode="max",
                            time_budget_s=8.0, seed=3, **FAST)
-    tuner = tune.Tuner(fast_and_slow, tune_config=tune.TuneConfig(
-        search_alg=searcher, num_samples=1000, max_concurrent_trials=2, time_budget_s=8.0,
-        reuse_actors=True),
-        run_config=tune.RunConfig(name="budget", storage_path=str(tmp_path), verbose=0))
-    results = tuner.fit()
+    results = run(tmp_path, fast_and_slow, searcher, None, 1000, name="budget", time_budget_s=8.0)
     assert results.num_errors == 0 and 5 < len(results) < 1000
     opt = searcher.optimizer
     assert 7.0 < opt.deadline - opt.trials[0].start_time <= 8.0
@@ -430,14 +430,9 @@ def test_trials_stopped_early_by_asha_are_censored_not_told(ray_session, tmp_pat
 
     searcher = TunerSearch(metric="loss", mode="min", seed=0, n_candidates=128, n_local=16,
                            max_t=max_t)
-    tuner = tune.Tuner(
-        stepwise, param_space={"x": tune.uniform(-1.0, 1.0)},
-        tune_config=tune.TuneConfig(search_alg=searcher, num_samples=12, max_concurrent_trials=4,
-                                    reuse_actors=True,
-                                    scheduler=ASHAScheduler(metric="loss", mode="min", max_t=8,
-                                                            grace_period=1, reduction_factor=2)),
-        run_config=tune.RunConfig(name=f"asha{max_t}", storage_path=str(tmp_path), verbose=0))
-    results = tuner.fit()
+    results = run(tmp_path, stepwise, searcher, {"x": tune.uniform(-1.0, 1.0)}, 12, concurrency=4,
+                  name=f"asha{max_t}", scheduler=ASHAScheduler(metric="loss", mode="min", max_t=8,
+                                                               grace_period=1, reduction_factor=2))
     opt, ids = searcher.optimizer, searcher.trial_ids
     steps = {ids[r.metrics["trial_id"]]: r.metrics["training_iteration"] for r in results}
     early = [t for t, n in steps.items() if n < 8]
@@ -478,13 +473,9 @@ def test_tuner_scheduler_with_tuner_search_stops_runs_the_search_learns_from(ray
     search = TunerSearch(metric="score", mode="max", seed=0, time_attr="epoch", max_t=EPOCHS,
                          **FAST)
     scheduler = TunerScheduler(search=search, time_attr="epoch", max_t=EPOCHS)
-    tuner = tune.Tuner(
-        crossing_curve,
-        param_space={"lr": tune.loguniform(1e-4, 1.0), "width": tune.lograndint(8, 256)},
-        tune_config=tune.TuneConfig(search_alg=search, scheduler=scheduler, num_samples=20,
-                                    max_concurrent_trials=2, reuse_actors=True),
-        run_config=tune.RunConfig(name="curves", storage_path=str(tmp_path), verbose=0))
-    results = tuner.fit()
+    results = run(tmp_path, crossing_curve, search,
+                  {"lr": tune.loguniform(1e-4, 1.0), "width": tune.lograndint(8, 256)}, 20,
+                  name="curves", scheduler=scheduler)
     assert not results.errors and len(results) == 20
     opt, ids = search.optimizer, search.trial_ids
     epochs = {r.metrics["trial_id"]: r.metrics["epoch"] for r in results}
