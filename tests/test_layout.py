@@ -91,6 +91,17 @@ def test_validating_a_config_imports_no_torch():
     assert out.stdout.strip() == "[]", out.stdout
 
 
+def test_a_study_driver_imports_no_mlflow():
+    """MLflow (1.6 s to import) is the writer process's: the driver that ``tuner run`` builds
+    imports it only to read an earlier study back from MLflow (``--from``)."""
+    code = ("import sys\nfrom tuner.study.config import load_study\n"
+            "from tuner.app.wiring import study_runner\n"
+            f"study_runner(load_study({str(CONFIGS / 'svm.yaml')!r}))\n"
+            "print('mlflow' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False", out.stdout
+
+
 def test_a_study_of_your_own_function_runs_without_torch():
     """torch is the ``models`` extra: with it missing (an import of it fails), a study of the SVM
     or of a user's function is validated and its Ray and MLflow parts load; a torch built-in is

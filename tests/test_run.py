@@ -209,7 +209,7 @@ def test_a_study_starts_no_run_that_could_not_finish_before_its_wall_clock_limit
              "width": {"type": "int", "low": 7, "high": 8}}
     cfg = load_study(study(tmp_path, study="idle", space=space,
                            trainable_options={"time_scale": 1.0, "cv": 0.0},
-                           run={"trials": 100, "wall_clock_limit": 12.0, "max_concurrent": 2}))
+                           run={"trials": 100, "wall_clock_limit": 8.0, "max_concurrent": 2}))
     result, printed = run_quietly(cfg)
     opt = result.optimizer
     assert opt.settings.idle_near_deadline

@@ -11,6 +11,7 @@ from tuner.study.config import StudyConfig
 from tuner.study.progress import Progress
 from tuner.study.runner import StudyRunner
 from tuner.study.tracking import Tracker
+from tuner.study.warm import Earlier
 
 
 def mlflow_tracker(cfg: StudyConfig) -> Tracker:
@@ -29,7 +30,13 @@ def study_runner(cfg: StudyConfig, *, resume: bool = False, fresh: bool = False,
     """A runner for ``cfg`` on Ray (local, or the cluster at ``ray.address``), logged to MLflow."""
     from tuner.integrations.ray.executor import RayExecutor
 
+    return StudyRunner(cfg, RayExecutor(cfg), mlflow_tracker, resume=resume, fresh=fresh,
+                       progress=progress, grace=grace, clock=clock, read_tracker=read_from_mlflow)
+
+
+def read_from_mlflow(name: str, cfg: StudyConfig) -> Earlier | None:
+    """An earlier study read back from MLflow (``warm_start`` whose folder is gone); MLflow is
+    imported only then, so a study's driver starts without it (the writer process logs)."""
     from tuner.integrations.mlflow.history import read_study
 
-    return StudyRunner(cfg, RayExecutor(cfg), mlflow_tracker, resume=resume, fresh=fresh,
-                       progress=progress, grace=grace, clock=clock, read_tracker=read_study)
+    return read_study(name, cfg)

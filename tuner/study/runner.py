@@ -145,9 +145,12 @@ class StudyRunner:
         self.study.optimizer.run_fits_in(None)     # the executor's fit pool closes below
         self.saver.save()
         self.logger.flush(final=True)
-        self.executor.close()
-        return finish(self.study, self.table, self.tracker, self.progress, self.saver.save,
-                      status, failure)
+        closing = _InThread(self.executor.close)   # Ray shuts down while the report is written
+        try:
+            return finish(self.study, self.table, self.tracker, self.progress, self.saver.save,
+                          status, failure)
+        finally:
+            closing.result()
 
     def _open(self, optimizer: Optimizer) -> TrialTable:
         """The study in memory, with its state saver and trial table; returns the table."""

@@ -299,8 +299,14 @@ def serve(requests: BinaryIO, replies: BinaryIO, nice: int = 0) -> None:
 
 def main(argv: list[str]) -> None:
     reply_fd, nice = int(argv[0]), int(argv[1])
-    with os.fdopen(reply_fd, "wb") as replies:
+    replies = os.fdopen(reply_fd, "wb")
+    try:
         serve(sys.stdin.buffer, replies, nice)
+    finally:
+        try:
+            replies.close()
+        except OSError:    # the driver is gone; what a failed send() left buffered goes nowhere
+            pass
 
 
 if __name__ == "__main__":
