@@ -149,6 +149,7 @@ ABLATION: dict[str, dict[str, Any]] = {
     "study": STUDY,
     # a study's defaults with log EI (constrained EI with a budget), and SE constraint GPs
     "study-ei": {**STUDY, "algorithm": "gp-ei-sdf"},
+    "study-lean": {**STUDY, "n_initial": "lean"},        # a start-up design of max(d + 1, 5)
     "study-ei-gse": {**STUDY, "algorithm": "gp-ei-sdf", "constraint_kernel": "se"},
     # a constraint's running trials at the constraint GP's posterior mean, not at g = 0, and
     # its prior mean at the mean of the values seen, not at the boundary (alone; both: a study's

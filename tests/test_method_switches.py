@@ -240,6 +240,18 @@ def test_start_up_design_is_sobol_in_start_order_whatever_order_results_arrive()
         assert np.allclose(xs, opt.space.snap(sobol))
 
 
+def test_a_lean_start_up_design_is_one_point_per_parameter_and_one_more_at_least_five():
+    """n_initial="lean": max(parameters + 1, 5), a categorical counting once; the first of the
+    Sobol points "auto" would start with."""
+    six = {f"x{i}": {"type": "float", "low": 0.0, "high": 1.0} for i in range(6)}
+    mixed = {**six, "opt": {"type": "categorical", "choices": ["a", "b", "c", "d"]}}
+    for space, n in ((BOX, 5), (six, 7), (mixed, 8)):
+        assert make(space, n_initial="lean")[0].n_initial == n
+    lean, auto = make(six, n_initial="lean")[0], make(six, n_initial="auto")[0]
+    xs = [[opt.trials[opt.suggest().trial_id].x for _ in range(7)] for opt in (lean, auto)]
+    assert np.allclose(xs[0], xs[1])
+
+
 def test_random_fraction_spends_that_share_of_the_choices_away_from_the_peak():
     """Past the start-up design a share random_fraction of the choices is a random point: on a
     sharp peak the GP keeps near it, with random_fraction 0.5 about half the choices land

@@ -178,7 +178,7 @@ def test_workers_are_kept_busy():
     ({"kernel": "rbf"}, ["kernel", "matern52", "se"]),
     ({"beta_schedule": "fast"}, ["beta_schedule", "constant"]),
     ({"refit_every": 0}, ["refit_every", ">= 1", "(got 0)"]),
-    ({"n_initial": "many"}, ["n_initial", "a whole number or 'auto'", "'many'"]),
+    ({"n_initial": "many"}, ["n_initial", "a whole number or 'auto' or 'lean'", "'many'"]),
     ({"delay_lambda_power": 2}, ["delay_lambda_power", "in [0, 1]"]),
     ({"stop_margin": True}, ["stop_margin", "number or null"]),
     ({"lengthscale_prior": "yes"}, ["lengthscale_prior", "true or false"]),

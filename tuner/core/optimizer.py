@@ -634,10 +634,11 @@ class Optimizer:
 
     @property
     def n_initial(self) -> int:
-        """Size of the start-up design (``"auto"``: two points per parameter, a categorical
-        counting once however many one-hot columns it has)."""
-        n = self.settings.n_initial
-        return 2 * len(self.space.params) if n == "auto" else int(n)
+        """Size of the start-up design, counting a categorical once however many one-hot columns
+        it has: ``"auto"``, two points per parameter; ``"lean"``, one per parameter and one
+        more, at least 5 (docs/method.md "A lean start-up design")."""
+        n, d = self.settings.n_initial, len(self.space.params)
+        return 2 * d if n == "auto" else max(d + 1, 5) if n == "lean" else int(n)
 
     def _running(self, trial_id: int) -> Trial:
         if trial_id not in self._by_id:

@@ -73,7 +73,8 @@ class Settings:
     lengthscale_prior: bool = True     # MAP fit with Optuna GPSampler's lengthscale prior
     fit_max_points: int = 250          # a refit fits on at most this many results (newest half + a sample)
     fit_restarts: int = 1
-    n_initial: int | str = "auto"      # Sobol start-up design; "auto" = 2 x parameters
+    n_initial: int | str = "auto"      # Sobol start-up design; "auto" = 2 x parameters,
+                                       # "lean" = max(parameters + 1, 5)
     startup_until_result: bool = False  # the design goes on while no result has arrived (wide pools)
     n_candidates: int = 1024
     n_local: int = 128
@@ -213,7 +214,7 @@ SETTINGS_FIELDS: dict[str, Field] = {
     "lengthscale_prior": Field((bool,)),
     "fit_max_points": Field((int,), minimum=1),
     "fit_restarts": Field((int,), minimum=0),
-    "n_initial": Field((int,), words=("auto",), minimum=0),
+    "n_initial": Field((int,), words=("auto", "lean"), minimum=0),
     "startup_until_result": Field((bool,)),
     "context_kernel": Field((str,), choices=("product", "shared", "shared-level")),
     "n_candidates": Field((int,), minimum=1),
