@@ -12,6 +12,7 @@ from sklearn.gaussian_process import GaussianProcessRegressor
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel
 
 from tuner import PAPER_EXACT, Optimizer, Settings
+from tuner.core.trial import Status
 from tuner.core.gp import GaussianProcess, Hyperparameters, Posterior, SoftCensoredPosterior
 from tuner.core.kernels import SquaredExponential
 from tuner.core.targets import RankWarp
@@ -123,6 +124,32 @@ def test_believe_past_leaves_the_mean_of_a_wide_pool_and_lowers_its_variance():
     mean_c = posterior(4)[1].predict(U)[0]                   # censored at the minimum
     assert np.all(mean_c < mean0 - 0.3)
     assert np.allclose(posterior(3, believe_past=3)[1].predict(U)[0], posterior(3)[1].predict(U)[0])
+
+
+def test_stopped_objective_mean_leaves_a_budget_stopped_trial_at_the_posterior_mean():
+    """``stopped_objective: mean``: a trial stopped past its run-time budget (TIMED_OUT) enters
+    the objective at the results' posterior mean, not the minimum; a trial that raised (FAILED)
+    stays at the minimum; "minimum" (001 eq. 1) pulls the mean there down."""
+    def posterior(status, **kw):
+        opt, clock = make(censoring="soft", n_initial=0, refit_every=10 ** 6, noise=1e-6,
+                          lengthscale=0.2, prior_mean="zero", stop_margin=0.0,
+                          constraints=[{"metric": "runtime", "limit": 1.0, "runtime": True}], **kw)
+        for x, v in ((0.2, 0.3), (0.5, 0.9), (0.8, 0.4)):
+            opt.tell(opt.suggest(config={"x": x}).trial_id, v, metrics={"runtime": 0.5})
+        stopped = opt.suggest(config={"x": 0.6}).trial_id
+        clock.now += 1.5
+        opt.fail(stopped, "past the budget", status=status)
+        return opt.objective_posterior().predict(np.array([[0.6]]))[0][0]
+
+    plain, _ = make(censoring="soft", n_initial=0, refit_every=10 ** 6, noise=1e-6,
+                    lengthscale=0.2, prior_mean="zero")
+    for x, v in ((0.2, 0.3), (0.5, 0.9), (0.8, 0.4)):
+        plain.tell(plain.suggest(config={"x": x}).trial_id, v)
+    results_only = plain.objective_posterior().predict(np.array([[0.6]]))[0][0]
+    believed = posterior(Status.TIMED_OUT, stopped_objective="mean")
+    assert believed == pytest.approx(results_only, abs=1e-3)
+    assert posterior(Status.TIMED_OUT) < results_only - 0.3
+    assert posterior(Status.FAILED, stopped_objective="mean") < results_only - 0.3
 
 
 # --- the study's deadline ------------------------------------------------------------------------

@@ -39,6 +39,8 @@ class Settings:
     constraint_pending: str = "zero"   # a constraint's running trial: c~ = 0 (004 §5) or, soft
                                        # only, "mean": its posterior mean (or run-time bound)
     censor_at_partial: bool = True     # a trial that reported progress: censored at its last value
+    stopped_objective: str = "minimum"  # soft, with stop_margin: a run stopped past its budget
+                                       # enters at the minimum (001 eq. 1) or "mean": the posterior mean
     delay_lambda_power: float = 0.0    # eq. 2's delay term B_y lambda^-p sum sigma (0: as printed)
     prior_mean: str = "zero"           # objective GP's prior mean: zero (001) or the results' mean
     constraint_prior_mean: str = "zero"   # the constraint GPs': zero (the boundary g = 0), or the
@@ -190,6 +192,7 @@ SETTINGS_FIELDS: dict[str, Field] = {
     "believe_past": Field((int, None), minimum=0),
     "constraint_pending": Field((str,), choices=("zero", "mean")),
     "censor_at_partial": Field((bool,)),
+    "stopped_objective": Field((str,), choices=("minimum", "mean")),
     "delay_lambda_power": Field((float,), minimum=0, maximum=1),
     "prior_mean": Field((str,), choices=("zero", "mean")),
     "constraint_prior_mean": Field((str,), choices=("zero", "mean")),

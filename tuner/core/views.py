@@ -91,17 +91,26 @@ class PosteriorView:
         A constraint's trial with no usable value enters, with ``Settings.constraint_pending``
         "mean", at its posterior mean, or at its run-time bound where that is higher, instead of
         004 §5's 0 (a third deviation: at 0 every running trial looks half feasible to P(g <= 0),
-        and the search for feasibility gathers around the running trials)."""
+        and the search for feasibility gathers around the running trials).  With
+        ``Settings.stopped_objective`` "mean" and a ``stop_margin``, a trial stopped past its
+        run-time budget (TIMED_OUT, no step reported) enters the objective at its posterior mean
+        too: its score is unknown, and the constraint GP already holds the violation (a fourth
+        deviation)."""
         ids = {tr.trial_id for tr in done}
         cens = [tr for tr in trials if tr.trial_id not in ids]
         yc = y_all[[tr.start_index for tr in cens]] if cens else np.zeros(0)
         Xc, past = self.X(cens), self.settings.believe_past
         if not objective and self.believes_pending_g and cens:
             yc = np.maximum(yc, Posterior(gp, y_done, gp).predict(Xc)[0])
-        if objective and past is not None:
-            running = [tr.status == Status.RUNNING for tr in cens]
-            if sum(running) > past:
-                believed = np.array([r and tr.partial is None for r, tr in zip(running, cens)])
+        if objective and cens:
+            running = np.array([tr.status == Status.RUNNING for tr in cens])
+            fresh = np.array([tr.partial is None for tr in cens])
+            believed = np.zeros(len(cens), dtype=bool)
+            if past is not None and running.sum() > past:
+                believed = running & fresh
+            if self.settings.stopped_objective == "mean" and self.settings.stop_margin is not None:
+                believed |= fresh & np.array([tr.status == Status.TIMED_OUT for tr in cens])
+            if believed.any():
                 yc = yc.copy()
                 yc[believed] = Posterior(gp, y_done, gp).predict(Xc[believed])[0]
         return soft_view(gp, y_done, Xc, yc, self.settings.censor_noise)
