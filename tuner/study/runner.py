@@ -147,10 +147,13 @@ class StudyRunner:
         self.logger.flush(final=True)
         closing = _InThread(self.executor.close)   # Ray shuts down while the report is written
         try:
-            return finish(self.study, self.table, self.tracker, self.progress, self.saver.save,
-                          status, failure)
-        finally:
-            closing.result()
+            result = finish(self.study, self.table, self.tracker, self.progress, self.saver.save,
+                            status, failure)
+        except BaseException:
+            closing.result(raise_error=False)      # the report's error is the one to see
+            raise
+        closing.result()
+        return result
 
     def _open(self, optimizer: Optimizer) -> TrialTable:
         """The study in memory, with its state saver and trial table; returns the table."""
