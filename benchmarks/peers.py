@@ -149,11 +149,11 @@ ABLATION: dict[str, dict[str, Any]] = {
     "study": STUDY,
     # a study's defaults with log EI (constrained EI with a budget), and SE constraint GPs
     "study-ei": {**STUDY, "algorithm": "gp-ei-sdf"},
+    "study-ei-gse": {**STUDY, "algorithm": "gp-ei-sdf", "constraint_kernel": "se"},
     "study-lean": {**STUDY, "n_initial": "lean"},        # a start-up design of max(d + 1, 5)
     # runs stopped at 1.5 x the budget, their objective at the minimum (001 eq. 1) or the mean
     "study-stop": {**STUDY, "stop_margin": 0.5},
     "study-stopmean": {**STUDY, "stop_margin": 0.5, "stopped_objective": "mean"},
-    "study-ei-gse": {**STUDY, "algorithm": "gp-ei-sdf", "constraint_kernel": "se"},
     # a constraint's running trials at the constraint GP's posterior mean, not at g = 0, and
     # its prior mean at the mean of the values seen, not at the boundary (alone; both: a study's
     # defaults since 2026-11-27, measured as study-gprior-gmean)

@@ -103,14 +103,13 @@ class PosteriorView:
         if not objective and self.believes_pending_g and cens:
             yc = np.maximum(yc, Posterior(gp, y_done, gp).predict(Xc)[0])
         if objective and cens:
-            running = np.array([tr.status == Status.RUNNING for tr in cens])
-            fresh = np.array([tr.partial is None for tr in cens])
-            believed = np.zeros(len(cens), dtype=bool)
-            if past is not None and running.sum() > past:
-                believed = running & fresh
-            if self.settings.stopped_objective == "mean" and self.settings.stop_margin is not None:
-                believed |= fresh & np.array([tr.status == Status.TIMED_OUT for tr in cens])
-            if believed.any():
-                yc = yc.copy()
-                yc[believed] = Posterior(gp, y_done, gp).predict(Xc[believed])[0]
+            s = self.settings
+            wide = past is not None and sum(tr.status == Status.RUNNING for tr in cens) > past
+            stopped = s.stopped_objective == "mean" and s.stop_margin is not None
+            if wide or stopped:        # otherwise no trial is believed: no pass over them
+                kinds = (Status.RUNNING,) * wide + (Status.TIMED_OUT,) * stopped
+                believed = np.array([tr.partial is None and tr.status in kinds for tr in cens])
+                if believed.any():
+                    yc = yc.copy()
+                    yc[believed] = Posterior(gp, y_done, gp).predict(Xc[believed])[0]
         return soft_view(gp, y_done, Xc, yc, self.settings.censor_noise)
