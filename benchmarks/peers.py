@@ -154,6 +154,11 @@ ABLATION: dict[str, dict[str, Any]] = {
     # runs stopped at 1.5 x the budget, their objective at the minimum (001 eq. 1) or the mean
     "study-stop": {**STUDY, "stop_margin": 0.5},
     "study-stopmean": {**STUDY, "stop_margin": 0.5, "stopped_objective": "mean"},
+    # running trials raised from the minimum towards the results' posterior mean where those
+    # pin the value down (running_objective: blend, also with constraints; a study's default,
+    # "auto", blends without them), and a study's defaults before it (eq. 1's minimum)
+    "study-known": {**STUDY, "running_objective": "blend"},
+    "study-minimum": {**STUDY, "running_objective": "minimum"},
     # a constraint's running trials at the constraint GP's posterior mean, not at g = 0, and
     # its prior mean at the mean of the values seen, not at the boundary (alone; both: a study's
     # defaults since 2026-11-27, measured as study-gprior-gmean)

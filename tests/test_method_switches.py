@@ -15,6 +15,7 @@ from tuner import PAPER_EXACT, Optimizer, Settings
 from tuner.core.trial import Status
 from tuner.core.gp import GaussianProcess, Hyperparameters, Posterior, SoftCensoredPosterior
 from tuner.core.kernels import SquaredExponential
+from tuner.core.model import soft_view
 from tuner.core.targets import RankWarp
 from tuner.loop.simulator import SimClock
 
@@ -124,6 +125,61 @@ def test_believe_past_leaves_the_mean_of_a_wide_pool_and_lowers_its_variance():
     mean_c = posterior(4)[1].predict(U)[0]                   # censored at the minimum
     assert np.all(mean_c < mean0 - 0.3)
     assert np.allclose(posterior(3, believe_past=3)[1].predict(U)[0], posterior(3)[1].predict(U)[0])
+
+
+def test_running_objective_blend_keeps_a_known_result_and_the_minimum_where_nothing_is_known():
+    """``running_objective: blend``: a trial running next to the best result leaves the mean
+    there where the result put it (eq. 1's minimum pulls it down by half); one far from every
+    result enters at the minimum, as in eq. 1 (the same posterior there); one in between at the
+    hand formula y_min + (1 - sigma_D^2 / a)(mu_D - y_min)^+."""
+    def posterior(running, **kw):
+        opt, _ = make(censoring="soft", n_initial=0, refit_every=10 ** 6, noise=1e-3,
+                      lengthscale=0.1, prior_mean="zero", **kw)
+        for x, v in ((0.1, 0.3), (0.3, 0.9), (0.4, 0.5)):
+            opt.tell(opt.suggest(config={"x": x}).trial_id, v)
+        for x in running:
+            opt.suggest(config={"x": x})
+        return opt, opt.objective_posterior()
+
+    opt, results_only = posterior([])
+    near = np.array([[0.32]])                    # next to the best result (0.9 at 0.3)
+    known = posterior([0.32], running_objective="blend")[1].predict(near)[0][0]
+    assert known == pytest.approx(results_only.predict(near)[0][0], abs=0.01)
+    assert posterior([0.32])[1].predict(near)[0][0] < results_only.predict(near)[0][0] - 0.4
+    far = np.array([[0.95]])
+    for a, b in zip(posterior([0.95], running_objective="blend")[1].predict(far),
+                    posterior([0.95])[1].predict(far)):
+        assert np.allclose(a, b, atol=1e-6)
+    # in between: the entry is the hand formula's, seen through soft censoring's own view
+    opt_b, post_b = posterior([0.47], running_objective="blend")
+    gp = opt_b.objective.gp_done
+    mu, var = results_only.predict(np.array([[0.47]]))
+    y = mu[0] * (1.0 - var[0] / gp.hyper.amplitude)            # y_min = 0 (objective_bounds)
+    assert 0.05 < y < mu[0] - 0.05
+    hand = soft_view(gp, np.array([0.3, 0.9, 0.5]), np.array([[0.47]]), np.array([y]),
+                     opt_b.settings.censor_noise)
+    assert np.allclose(post_b.predict(GRID)[0], hand.predict(GRID)[0], atol=1e-9)
+
+
+def test_running_objective_auto_blends_without_constraints_and_keeps_the_minimum_with_them():
+    """``running_objective: auto`` (a study's default): ``blend`` in a study without a budget or
+    constraint, eq. 1's ``minimum`` in one with (near a budget's edge the pull keeps the pool
+    apart)."""
+    cons = [{"metric": "runtime", "limit": 1.0, "runtime": True}]
+
+    def mean_next_to_best(**kw):
+        opt, _ = make(censoring="soft", n_initial=0, refit_every=10 ** 6, noise=1e-3,
+                      lengthscale=0.1, prior_mean="zero", **kw)
+        for x, v in ((0.1, 0.3), (0.3, 0.9), (0.4, 0.5)):
+            opt.tell(opt.suggest(config={"x": x}).trial_id, v, metrics={"runtime": 0.5})
+        opt.suggest(config={"x": 0.32})
+        return opt.objective_posterior().predict(np.array([[0.32]]))[0][0]
+
+    auto = mean_next_to_best(running_objective="auto")
+    assert auto == mean_next_to_best(running_objective="blend")
+    assert mean_next_to_best(running_objective="auto", constraints=cons) == \
+        mean_next_to_best(running_objective="minimum", constraints=cons)
+    assert auto > mean_next_to_best(running_objective="auto", constraints=cons) + 0.3
 
 
 def test_stopped_objective_mean_leaves_a_budget_stopped_trial_at_the_posterior_mean():

@@ -36,6 +36,10 @@ class Settings:
     censor_noise: float = 0.01         # soft: a censored entry's noise variance / amplitude
     believe_past: int | None = None    # soft, wide pools: with more trials running than this, a
                                        # running trial enters at the posterior mean, not the minimum
+    running_objective: str = "minimum"  # soft: a running trial enters at the minimum (001 eq. 1) or
+                                       # "blend": raised towards the posterior mean by the share of
+                                       # the prior variance the results explain there; "auto":
+                                       # blend without constraints, the minimum with them
     constraint_pending: str = "zero"   # a constraint's running trial: c~ = 0 (004 §5) or, soft
                                        # only, "mean": its posterior mean (or run-time bound)
     censor_at_partial: bool = True     # a trial that reported progress: censored at its last value
@@ -192,6 +196,7 @@ SETTINGS_FIELDS: dict[str, Field] = {
     "believe_past": Field((int, None), minimum=0),
     "constraint_pending": Field((str,), choices=("zero", "mean")),
     "censor_at_partial": Field((bool,)),
+    "running_objective": Field((str,), choices=("minimum", "blend", "auto")),
     "stopped_objective": Field((str,), choices=("minimum", "mean")),
     "delay_lambda_power": Field((float,), minimum=0, maximum=1),
     "prior_mean": Field((str,), choices=("zero", "mean")),

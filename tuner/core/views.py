@@ -95,7 +95,16 @@ class PosteriorView:
         ``Settings.stopped_objective`` "mean" and a ``stop_margin``, a trial stopped past its
         run-time budget (TIMED_OUT, no step reported) enters the objective at its posterior mean
         too: its score is unknown, and the constraint GP already holds the violation (a fourth
-        deviation)."""
+        deviation).  With ``Settings.running_objective`` "blend" (and the pool not wide), a
+        running trial that has not reported a step enters at
+
+            y~_s = y_min + (1 - sigma_D^2(x_s) / a) (mu_D(x_s) - y_min)^+,
+
+        mu_D and sigma_D^2 the posterior of the results alone and a the kernel's amplitude: at
+        the minimum where the results say nothing about x_s (eq. 1), at their posterior mean
+        where they pin it down (a fifth deviation: eq. 1's minimum next to a result contradicts
+        it, and while a slow run goes on near the best result the GP loses that result); "auto"
+        blends only without constraints (near a budget's edge the minimum keeps the pool apart)."""
         ids = {tr.trial_id for tr in done}
         cens = [tr for tr in trials if tr.trial_id not in ids]
         yc = y_all[[tr.start_index for tr in cens]] if cens else np.zeros(0)
@@ -106,10 +115,19 @@ class PosteriorView:
             s = self.settings
             wide = past is not None and sum(tr.status == Status.RUNNING for tr in cens) > past
             stopped = s.stopped_objective == "mean" and s.stop_margin is not None
-            if wide or stopped:        # otherwise no trial is believed: no pass over them
-                kinds = (Status.RUNNING,) * wide + (Status.TIMED_OUT,) * stopped
+            blend = (s.running_objective == "blend" or (s.running_objective == "auto"
+                                                         and not s.constraints))
+            blend = blend and not wide and len(y_done) > 0
+            if wide or stopped or blend:        # otherwise no trial is believed: no pass over them
+                kinds = (Status.RUNNING,) * (wide or blend) + (Status.TIMED_OUT,) * stopped
                 believed = np.array([tr.partial is None and tr.status in kinds for tr in cens])
                 if believed.any():
                     yc = yc.copy()
-                    yc[believed] = Posterior(gp, y_done, gp).predict(Xc[believed])[0]
+                    mean, var = Posterior(gp, y_done, gp).predict(Xc[believed])
+                    if blend:
+                        running = np.array([tr.status == Status.RUNNING for tr in cens])[believed]
+                        known = 1.0 - np.clip(var / gp.hyper.amplitude, 0.0, 1.0)
+                        y_min = yc[believed]
+                        mean = np.where(running, y_min + known * np.maximum(mean - y_min, 0.0), mean)
+                    yc[believed] = mean
         return soft_view(gp, y_done, Xc, yc, self.settings.censor_noise)

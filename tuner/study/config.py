@@ -64,10 +64,13 @@ def check_section(section: str, data: Any, schema: Mapping[str, Field]) -> dict[
 # wall-clock limit only runs predicted to finish are started, and none once even the fastest
 # finished run would not finish ("The study's deadline"); a constraint GP (the budget's) starts
 # from the mean of the values seen, not from the boundary, and its running trials enter at its
-# posterior mean, not at the boundary ("The constraint GPs' prior mean and running trials"). The
+# posterior mean, not at the boundary ("The constraint GPs' prior mean and running trials"); with
+# 3 or fewer running and no budget or constraint, a running trial next to a result is raised from
+# the minimum towards the results' posterior mean there ("Running trials next to a result"). The
 # bare Optimizer keeps its own defaults.
 STUDY_OPTIMIZER_DEFAULTS: dict[str, Any] = {"output_warp": "auto", "kernel": "matern52",
                                             "noise_floor": 1e-3, "believe_past": 3,
+                                            "running_objective": "auto",
                                             "finish_by_deadline": True,
                                             "idle_near_deadline": True,
                                             "startup_until_result": True,
