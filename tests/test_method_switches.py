@@ -127,31 +127,37 @@ def test_believe_past_leaves_the_mean_of_a_wide_pool_and_lowers_its_variance():
     assert np.allclose(posterior(3, believe_past=3)[1].predict(U)[0], posterior(3)[1].predict(U)[0])
 
 
+def _running_beside_three_results(running, metrics=None, **kw):
+    """Results 0.3, 0.9, 0.5 at x = 0.1, 0.3, 0.4, then trials left running at ``running``:
+    the optimizer and the objective posterior the next suggestion would use."""
+    opt, _ = make(censoring="soft", n_initial=0, refit_every=10 ** 6, noise=1e-3,
+                  lengthscale=0.1, prior_mean="zero", **kw)
+    for x, v in ((0.1, 0.3), (0.3, 0.9), (0.4, 0.5)):
+        opt.tell(opt.suggest(config={"x": x}).trial_id, v, metrics=metrics)
+    for x in running:
+        opt.suggest(config={"x": x})
+    return opt, opt.objective_posterior()
+
+
 def test_running_objective_blend_keeps_a_known_result_and_the_minimum_where_nothing_is_known():
     """``running_objective: blend``: a trial running next to the best result leaves the mean
     there where the result put it (eq. 1's minimum pulls it down by half); one far from every
     result enters at the minimum, as in eq. 1 (the same posterior there); one in between at the
     hand formula y_min + (1 - sigma_D^2 / a)(mu_D - y_min)^+."""
     def posterior(running, **kw):
-        opt, _ = make(censoring="soft", n_initial=0, refit_every=10 ** 6, noise=1e-3,
-                      lengthscale=0.1, prior_mean="zero", **kw)
-        for x, v in ((0.1, 0.3), (0.3, 0.9), (0.4, 0.5)):
-            opt.tell(opt.suggest(config={"x": x}).trial_id, v)
-        for x in running:
-            opt.suggest(config={"x": x})
-        return opt, opt.objective_posterior()
+        return _running_beside_three_results(running, **kw)[1]
 
-    opt, results_only = posterior([])
+    results_only = posterior([])
     near = np.array([[0.32]])                    # next to the best result (0.9 at 0.3)
-    known = posterior([0.32], running_objective="blend")[1].predict(near)[0][0]
+    known = posterior([0.32], running_objective="blend").predict(near)[0][0]
     assert known == pytest.approx(results_only.predict(near)[0][0], abs=0.01)
-    assert posterior([0.32])[1].predict(near)[0][0] < results_only.predict(near)[0][0] - 0.4
+    assert posterior([0.32]).predict(near)[0][0] < results_only.predict(near)[0][0] - 0.4
     far = np.array([[0.95]])
-    for a, b in zip(posterior([0.95], running_objective="blend")[1].predict(far),
-                    posterior([0.95])[1].predict(far)):
+    for a, b in zip(posterior([0.95], running_objective="blend").predict(far),
+                    posterior([0.95]).predict(far)):
         assert np.allclose(a, b, atol=1e-6)
     # in between: the entry is the hand formula's, seen through soft censoring's own view
-    opt_b, post_b = posterior([0.47], running_objective="blend")
+    opt_b, post_b = _running_beside_three_results([0.47], running_objective="blend")
     gp = opt_b.objective.gp_done
     mu, var = results_only.predict(np.array([[0.47]]))
     y = mu[0] * (1.0 - var[0] / gp.hyper.amplitude)            # y_min = 0 (objective_bounds)
@@ -168,12 +174,8 @@ def test_running_objective_auto_blends_without_constraints_and_keeps_the_minimum
     cons = [{"metric": "runtime", "limit": 1.0, "runtime": True}]
 
     def mean_next_to_best(**kw):
-        opt, _ = make(censoring="soft", n_initial=0, refit_every=10 ** 6, noise=1e-3,
-                      lengthscale=0.1, prior_mean="zero", **kw)
-        for x, v in ((0.1, 0.3), (0.3, 0.9), (0.4, 0.5)):
-            opt.tell(opt.suggest(config={"x": x}).trial_id, v, metrics={"runtime": 0.5})
-        opt.suggest(config={"x": 0.32})
-        return opt.objective_posterior().predict(np.array([[0.32]]))[0][0]
+        post = _running_beside_three_results([0.32], metrics={"runtime": 0.5}, **kw)[1]
+        return post.predict(np.array([[0.32]]))[0][0]
 
     auto = mean_next_to_best(running_objective="auto")
     assert auto == mean_next_to_best(running_objective="blend")
