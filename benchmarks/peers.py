@@ -170,6 +170,10 @@ ABLATION: dict[str, dict[str, Any]] = {
     # a study's defaults with the rank warp always (its default until 2026-11-28: "study" in the
     # runs of before; docs/results/warp-auto-2026-11-28)
     "study-copula": {**STUDY, "output_warp": "copula"},
+    # a study's defaults with the rank warp of the tail only (the results below the lower fence)
+    # and with no warp (docs/results/tail-warp-2026-11-28)
+    "study-tail": {**STUDY, "output_warp": "tail"},
+    "study-nowarp": {**STUDY, "output_warp": "none"},
     # the Optimizer's defaults with both (not its default: mixed there, see the results README)
     "tuner-gpm": {"constraint_prior_mean": "mean", "constraint_pending": "mean"},
 }

@@ -568,6 +568,39 @@ def test_the_copula_warp_is_undone_exactly_and_extended_past_the_results():
     assert np.all(np.diff(past) > 0) and past[3] == 1.0 and past[4] > 1.0
 
 
+def test_the_tail_warp_keeps_the_gaps_between_good_results_and_ranks_the_diverged_ones_below():
+    """Two diverged runs among results within 0.18 of the best: plain, the good ones are
+    squeezed into the top fifth of the GP's scale; with the tail warp their gaps keep their
+    ratios and span twice as much, the diverged runs ranked under them in their share (2/10)."""
+    u = np.array([0.0, 0.05, 0.82, 0.86, 0.90, 0.93, 0.95, 0.97, 0.99, 1.0])
+    w = RankWarp.fit_tail(u)
+    good = w(u[2:])
+    assert np.allclose(np.diff(good) / np.diff(u[2:]), (good[-1] - good[0]) / (u[-1] - u[2]))
+    assert good[-1] == 1.0 and good[-1] - good[0] > 2 * (u[-1] - u[2])
+    assert w(u[0]) == 0.0 and 0.0 < w(u[1]) < 0.2 < good[0]
+    assert np.allclose(w.inverse(w(np.linspace(0, 1, 101))), np.linspace(0, 1, 101))
+    # no result below the fence (a smooth objective): the results as they are
+    smooth = np.linspace(0.0, 1.0, 9) ** 1.5
+    assert np.allclose(RankWarp.fit_tail(smooth)(smooth), smooth)
+    assert RankWarp.fit_tail(np.array([0.4, 0.4])) is None
+
+
+def test_the_optimizer_with_the_tail_warp_sees_a_diverged_run_under_the_good_ones():
+    opt, _ = make(SQUARE, objective_bounds=None, output_warp="tail", n_initial=8)
+    for v in (0.90, 0.92, 0.93, 0.91, 0.94, 0.95, 0.93, -5.0):      # the last one diverged
+        s = opt.suggest()
+        opt.tell(s.trial_id, v)
+    y = opt.censored_targets()
+    assert y[7] == 0.0 and y[:7].min() > 0.125 and y[5] == 1.0 and y[:7].max() - y[:7].min() > 0.5
+    # the good results' gaps as they were: 0.92 sits 2/5 of the way from 0.90 to 0.95
+    assert np.isclose((y[1] - y[0]) / (y[5] - y[0]), 0.4)
+    plain, _ = make(SQUARE, objective_bounds=None, output_warp="none", n_initial=8)
+    for tr in opt.trials:
+        s = plain.suggest()
+        plain.tell(s.trial_id, tr.value)
+    assert plain.censored_targets()[:7].max() - plain.censored_targets()[:7].min() < 0.01
+
+
 def rank_run(transform, warp, n=16):
     """The configurations an optimizer tries when told ``transform`` of a smooth function."""
     opt, _ = make(SQUARE, objective_bounds=None, output_warp=warp, n_initial=5)

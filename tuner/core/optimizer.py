@@ -575,9 +575,11 @@ class Optimizer:
         return self._range_memo[1]
 
     def _rank_warp(self, lo: float, hi: float) -> RankWarp | None:
-        """The rank warp of the finished results normalized over [lo, hi]."""
+        """The rank warp (``output_warp: tail``: of the tail only) of the finished results
+        normalized over [lo, hi]."""
         finished = [tr for tr in self.trials if tr.status == Status.FINISHED]
-        return RankWarp.fit(normalized(finished, self.settings.mode, lo, hi))
+        u = normalized(finished, self.settings.mode, lo, hi)
+        return RankWarp.fit_tail(u) if self.settings.output_warp == "tail" else RankWarp.fit(u)
 
     def _choose_warp(self, done: list[Trial]) -> None:
         """``output_warp: auto``: once there are ``WARP_CHOICE_FROM`` usable results (and the

@@ -50,7 +50,8 @@ class Settings:
     constraint_prior_mean: str = "zero"   # the constraint GPs': zero (the boundary g = 0), or the
                                        # mean of the values seen
     output_warp: str = "none"          # the targets as 001 scales them, or spread by rank: copula (targets.py),
-                                       # or auto: either, by held-out ranks (warp_choice.py)
+                                       # tail: only the results below the lower fence by rank,
+                                       # or auto: copula or none, by held-out ranks (warp_choice.py)
     warp_margin: float = 0.1           # auto: the warp unless the plain GP's held-out rank correlation is
                                        # higher by more than this
     nu_terms: str = "pending"

@@ -51,6 +51,29 @@ class RankWarp:
         zk[np.searchsorted(knots, u)] = z                  # equal values, equal F(u)
         return cls(knots, (zk - zk[0]) / (zk[-1] - zk[0]))
 
+    @classmethod
+    def fit_tail(cls, u: np.ndarray) -> "RankWarp | None":
+        """``output_warp: tail``: the results as they are (affine) down to Tukey's lower fence
+        q1 - 1.5 (q3 - q1); the ones below it (diverged runs, failures) by rank into the bottom
+        share of [0, 1] they make up, at most ``TAIL_SHARE``.  Not from the papers: the copula
+        keeps a search off diverged runs but bends a smooth objective's top; this keeps the first
+        and drops the second (docs/method.md "The rank warp's tail only").  None under two
+        distinct values."""
+        knots = np.unique(u)
+        if len(knots) < 2:
+            return None
+        q1, q3 = np.percentile(u, [25, 75])
+        fence = q1 - 1.5 * (q3 - q1)
+        below = knots < fence
+        nb = int(below.sum())
+        if nb == 0:
+            return cls(knots, (knots - knots[0]) / (knots[-1] - knots[0]))
+        c = min(TAIL_SHARE, float(np.mean(u < fence)))
+        warped = np.empty(len(knots))
+        warped[below] = c * np.arange(nb) / nb
+        warped[~below] = c + (1.0 - c) * (knots[~below] - fence) / (knots[-1] - fence)
+        return cls(knots, warped)
+
     def __call__(self, u: np.ndarray) -> np.ndarray:
         return np.interp(u, self.knots, self.warped)
 
@@ -67,7 +90,8 @@ class RankWarp:
         return u
 
 
-OUTPUT_WARPS = ("none", "copula", "auto")
+OUTPUT_WARPS = ("none", "copula", "tail", "auto")
+TAIL_SHARE = 0.25       # output_warp tail: the most of [0, 1] the results below the fence take
 
 
 def normalized(trials: Sequence[Trial], mode: str, lo: float, hi: float,
