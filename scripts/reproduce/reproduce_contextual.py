@@ -28,6 +28,8 @@ Methods (paper-exact settings, ``tuner.PAPER_EXACT``, m = 6, nu_t over the windo
   ...-copula-matern-floor     a study's defaults of 2026-11-27 (and ``noise_floor: 1e-3``)
   ...-study-nowarp            those without the rank warp (``output_warp: none``)
   ...-study                   a study's defaults as they are now (``study_optimizer_defaults``)
+  ...-study-NAME              with ``--variant NAME='{"setting": value}'``: the four -study methods
+                              with those settings over a study's defaults
 Candidate sets are cut to 256 Sobol points + 32 local ones for every method (the same code
 paths; Thompson draws on 1 152 candidates at n = 600 would take a minute per run).
 
@@ -41,6 +43,7 @@ import benchmarks.threads  # noqa: F401,E402  (before numpy: one BLAS thread per
 
 import argparse  # noqa: E402
 import csv  # noqa: E402
+import json  # noqa: E402
 import time  # noqa: E402
 from concurrent.futures import ProcessPoolExecutor  # noqa: E402
 from dataclasses import dataclass  # noqa: E402
@@ -293,8 +296,24 @@ def _make(tasks: Tasks, algorithm: str, kind: str, seed: int, product: bool,
                      **settings)
 
 
+STUDY_FOUR = ("cgp-ucb-level-mean-study", "gp-ucb-sdf-study", "cgp-ts-level-mean-study", "gp-ts-sdf-study")
+
+
+def add_variant(name: str, extra: dict) -> None:
+    """``<method>-<name>`` for the four ``-study`` methods: ``extra`` over their settings."""
+    for method in STUDY_FOUR:
+        algorithm, kind, settings = METHODS[method]
+        METHODS[f"{method}-{name}"] = (algorithm, kind, {**settings, **extra})
+
+
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--variant", action="append", default=[], help="NAME=JSON settings (repeatable)")
+    for spec in pre.parse_known_args()[0].variant:
+        name, _, extra = spec.partition("=")
+        add_variant(name, json.loads(extra))
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 parents=[pre])
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--methods", nargs="*", default=PAPER_METHODS, choices=list(METHODS))
     ap.add_argument("--workers", type=int, default=2, help="processes")
