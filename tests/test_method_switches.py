@@ -583,6 +583,9 @@ def test_the_tail_warp_keeps_the_gaps_between_good_results_and_ranks_the_diverge
     smooth = np.linspace(0.0, 1.0, 9) ** 1.5
     assert np.allclose(RankWarp.fit_tail(smooth)(smooth), smooth)
     assert RankWarp.fit_tail(np.array([0.4, 0.4])) is None
+    # most results tied at the best (a lookup table's top): the fence is the best itself
+    tied = np.array([0.0, 0.3, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0])
+    assert np.allclose(RankWarp.fit_tail(tied)(tied), [0.0, 0.1] + [1.0] * 8)
 
 
 def test_the_optimizer_with_the_tail_warp_sees_a_diverged_run_under_the_good_ones():

@@ -28,7 +28,8 @@ def reward_range(mode: str, bounds: Sequence[float] | None, trials: Sequence[Tri
 
 @dataclass(frozen=True)
 class RankWarp:
-    """``output_warp: copula``: a monotone map of [0, 1] onto [0, 1] that spreads the results
+    """A monotone piecewise-linear map of [0, 1] onto [0, 1]: ``fit_tail`` (``output_warp:
+    tail``, below), or ``fit`` (``output_warp: copula``), which spreads the results
     by their ranks: the Gaussian copula of Salinas, Shen & Perrone 2020 (ICML, §3: psi = Phi^-1
     o F~), rescaled so the worst result maps to 0 (the censored minimum of eq. 1 stays the
     minimum) and the best to 1.  F~ departs from the paper's: the plotting position
@@ -71,7 +72,8 @@ class RankWarp:
         c = min(TAIL_SHARE, float(np.mean(u < fence)))
         warped = np.empty(len(knots))
         warped[below] = c * np.arange(nb) / nb
-        warped[~below] = c + (1.0 - c) * (knots[~below] - fence) / (knots[-1] - fence)
+        span = knots[-1] - fence          # 0 when three quarters of the results tie at the best
+        warped[~below] = c + (1.0 - c) * (knots[~below] - fence) / span if span > 0 else 1.0
         return cls(knots, warped)
 
     def __call__(self, u: np.ndarray) -> np.ndarray:
