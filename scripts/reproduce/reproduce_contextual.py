@@ -296,12 +296,9 @@ def _make(tasks: Tasks, algorithm: str, kind: str, seed: int, product: bool,
                      **settings)
 
 
-STUDY_FOUR = ("cgp-ucb-level-mean-study", "gp-ucb-sdf-study", "cgp-ts-level-mean-study", "gp-ts-sdf-study")
-
-
 def add_variant(name: str, extra: dict) -> None:
     """``<method>-<name>`` for the four ``-study`` methods: ``extra`` over their settings."""
-    for method in STUDY_FOUR:
+    for method in (f"{four}-study" for four, _, _ in FOUR):
         algorithm, kind, settings = METHODS[method]
         METHODS[f"{method}-{name}"] = (algorithm, kind, {**settings, **extra})
 

@@ -113,7 +113,8 @@ class PosteriorView:
             yc = np.maximum(yc, Posterior(gp, y_done, gp).predict(Xc)[0])
         if objective and cens:
             s = self.settings
-            wide = past is not None and sum(tr.status == Status.RUNNING for tr in cens) > past
+            running = np.array([tr.status == Status.RUNNING for tr in cens])
+            wide = past is not None and int(running.sum()) > past
             stopped = s.stopped_objective == "mean" and s.stop_margin is not None
             blend = (s.running_objective == "blend" or (s.running_objective == "auto"
                                                          and not s.constraints))
@@ -125,9 +126,9 @@ class PosteriorView:
                     yc = yc.copy()
                     mean, var = Posterior(gp, y_done, gp).predict(Xc[believed])
                     if blend:
-                        running = np.array([tr.status == Status.RUNNING for tr in cens])[believed]
                         known = 1.0 - np.clip(var / gp.hyper.amplitude, 0.0, 1.0)
                         y_min = yc[believed]
-                        mean = np.where(running, y_min + known * np.maximum(mean - y_min, 0.0), mean)
+                        mean = np.where(running[believed], y_min + known * np.maximum(mean - y_min, 0.0),
+                                        mean)
                     yc[believed] = mean
         return soft_view(gp, y_done, Xc, yc, self.settings.censor_noise)
