@@ -174,6 +174,9 @@ ABLATION: dict[str, dict[str, Any]] = {
     # and with no warp (docs/results/tail-warp-2026-11-28)
     "study-tail": {**STUDY, "output_warp": "tail"},
     "study-nowarp": {**STUDY, "output_warp": "none"},
+    # a study's defaults with the copula or none (output_warp auto until 2026-11-28's tail-or-copula,
+    # which it still is with a constraint or a context; docs/results/tail-or-copula-2026-11-28)
+    "study-none-or-copula": {**STUDY, "output_warp": "none-or-copula"},
     # the Optimizer's defaults with both (not its default: mixed there, see the results README)
     "tuner-gpm": {"constraint_prior_mean": "mean", "constraint_pending": "mean"},
 }

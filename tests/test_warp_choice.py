@@ -1,4 +1,5 @@
-"""``output_warp: auto``: the rank warp or none, chosen by held-out ranks (tuner.core.warp_choice)."""
+"""``output_warp: none-or-copula``, ``tail-or-copula`` and ``auto``: the rank warp (the copula) or
+the targets under it, chosen by held-out ranks (tuner.core.warp_choice)."""
 
 import numpy as np
 import pytest
@@ -6,7 +7,7 @@ import pytest
 from tuner import Optimizer
 from tuner.core.gp import GaussianProcess, Hyperparameters, Posterior
 from tuner.core.kernels import Matern52
-from tuner.core.warp_choice import loo_means
+from tuner.core.warp_choice import WARP_CHOICE_FROM, loo_means, warp_rule
 from tuner.loop.simulator import SimClock
 
 SQUARE = {"x": {"type": "float", "low": 0.0, "high": 1.0}, "y": {"type": "float", "low": 0.0, "high": 1.0}}
@@ -21,8 +22,8 @@ def diverging(x, y):
     return 0.9 + 0.05 * np.sin(3 * x) * np.cos(2 * y) - (0.8 if (x - 0.5) ** 2 + (y - 0.5) ** 2 > 0.15 else 0.0)
 
 
-def auto_run(f, n=30, seed=0, **kw):
-    opt = Optimizer(SQUARE, clock=SimClock(), seed=seed, objective_bounds=None, output_warp="auto",
+def auto_run(f, n=30, seed=0, rule="none-or-copula", **kw):
+    opt = Optimizer(SQUARE, clock=SimClock(), seed=seed, objective_bounds=None, output_warp=rule,
                     kernel="matern52", noise_floor=1e-3, n_initial=8, **kw)
     choices = []
     for _ in range(n):
@@ -44,7 +45,19 @@ def test_leave_one_out_means_are_the_gp_without_each_point():
         assert fast[i] == pytest.approx(Posterior(gp, y[keep], gp).predict(X[i:i + 1])[0][0], abs=1e-8)
 
 
-def test_auto_drops_the_warp_on_a_smooth_function_and_keeps_it_where_runs_diverge():
+def test_auto_is_tail_or_copula_unless_there_is_a_constraint_or_a_context():
+    assert warp_rule("auto", False, False) == "tail-or-copula"
+    assert warp_rule("auto", True, False) == warp_rule("auto", False, True) == "none-or-copula"
+    assert warp_rule("tail", True, True) == "tail"
+    budget = [{"metric": "time", "limit": 1.0, "type": "budget", "runtime": True}]
+    plain = Optimizer(SQUARE, output_warp="auto")
+    assert (plain.warp_rule, plain.warp_on, plain._warp() is None) == ("tail-or-copula", False, True)
+    assert Optimizer(SQUARE, output_warp="auto", constraints=budget).warp_rule == "none-or-copula"
+    ctx = Optimizer(SQUARE, output_warp="auto", context_space={"z": {"type": "float", "low": 0, "high": 1}})
+    assert (ctx.warp_rule, ctx.warp_on) == ("none-or-copula", True)
+
+
+def test_none_or_copula_drops_the_warp_on_a_smooth_function_and_keeps_it_where_runs_diverge():
     """sin + cos: the gaps between results are information, and the plain GP ranks held-out
     results better (it then fits its noise under the warp's floor); a crowded top over a
     diverged region: the warped one does.  Warped until the first choice, in every run."""
@@ -59,8 +72,22 @@ def test_auto_drops_the_warp_on_a_smooth_function_and_keeps_it_where_runs_diverg
     assert all(opt._warp() is not None and opt.objective.bounds.noise[0] == 1e-3 for opt in warped)
 
 
-def test_the_choice_is_made_again_as_results_grow_and_survives_a_save(tmp_path):
-    opt, _ = auto_run(smooth, n=34)
+def test_tail_or_copula_keeps_the_tail_on_a_smooth_function_and_takes_the_copula_where_runs_diverge():
+    """The tail warp (with the Optimizer's noise floor) until the first choice, in every run;
+    the copula (with ``noise_floor``) where its GP ranks the held-out better half better."""
+    smooth_runs = [auto_run(smooth, seed=seed, rule="tail-or-copula") for seed in range(5)]
+    diverging_runs = [auto_run(diverging, seed=seed, rule="tail-or-copula") for seed in range(5)]
+    assert not any(choices[0] for _, choices in smooth_runs + diverging_runs)
+    assert not any(any(choices) for _, choices in smooth_runs)
+    assert all(opt._warp() is not None and opt.objective.bounds.noise[0] < 1e-3 for opt, _ in smooth_runs)
+    assert sum(choices[WARP_CHOICE_FROM] for _, choices in diverging_runs) >= 4     # at the first choice
+    on = [opt for opt, choices in diverging_runs if choices[-1]]
+    assert on and all(opt.objective.bounds.noise[0] == 1e-3 for opt in on)
+
+
+@pytest.mark.parametrize("rule", ["none-or-copula", "tail-or-copula"])
+def test_the_choice_is_made_again_as_results_grow_and_survives_a_save(tmp_path, rule):
+    opt, _ = auto_run(smooth if rule == "none-or-copula" else diverging, n=34, rule=rule)
     assert opt._warp_chosen_at == 32          # first at 20 results, then at 25, 32 (x 1.25)
     opt.save(tmp_path / "s.json")
     back = Optimizer.load(tmp_path / "s.json", clock=opt.clock)
@@ -69,21 +96,25 @@ def test_the_choice_is_made_again_as_results_grow_and_survives_a_save(tmp_path):
     assert back.suggest().config == opt.suggest().config
 
 
-def test_while_the_warp_is_kept_the_choices_are_the_warped_optimizers():
-    """The choice draws from a random stream of its own and changes nothing it keeps."""
-    auto, choices = auto_run(diverging, n=30)
-    assert all(choices)
-    warped = Optimizer(SQUARE, clock=SimClock(), seed=0, objective_bounds=None, output_warp="copula",
-                       kernel="matern52", noise_floor=1e-3, n_initial=8)
-    for tr in auto.trials:
-        s = warped.suggest()
+@pytest.mark.parametrize("rule, f, fixed", [("none-or-copula", diverging, {"output_warp": "copula", "noise_floor": 1e-3}),
+                                             ("tail-or-copula", smooth, {"output_warp": "tail", "noise_floor": 1e-6})])
+def test_while_a_choice_is_kept_the_suggestions_are_those_of_its_fixed_warp(rule, f, fixed):
+    """The choice draws from a random stream of its own and changes nothing it keeps: the
+    copula kept is ``output_warp: copula``; the tail kept is ``output_warp: tail`` with the
+    Optimizer's noise floor."""
+    chooser, choices = auto_run(f, n=30, rule=rule)
+    assert len(set(choices)) == 1
+    same = Optimizer(SQUARE, clock=SimClock(), seed=0, objective_bounds=None, kernel="matern52", n_initial=8,
+                     **fixed)
+    for tr in chooser.trials:
+        s = same.suggest()
         assert s.config == tr.config
-        warped.tell(s.trial_id, float(diverging(s.config["x"], s.config["y"])))
+        same.tell(s.trial_id, float(f(s.config["x"], s.config["y"])))
 
 
 def test_with_the_warp_or_without_it_the_choice_is_not_made():
-    """Past the 20 results at which ``auto`` chooses."""
-    for warp in ("none", "copula"):
+    """Past the 20 results at which the choosing rules choose."""
+    for warp in ("none", "copula", "tail"):
         opt = Optimizer(SQUARE, clock=SimClock(), seed=0, output_warp=warp, n_initial=4)
         for _ in range(24):
             s = opt.suggest()

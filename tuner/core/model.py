@@ -148,7 +148,7 @@ class CensoredModel:
 
     def refit_now(self, bounds: HyperBounds) -> None:
         """Fit the hyperparameters at the next ``maybe_refit``, in the box ``bounds`` from now on
-        (the targets changed: ``output_warp: auto``, ``tuner.core.warp_choice``)."""
+        (the targets changed: ``tuner.core.warp_choice``)."""
         self.bounds, self.fit_n, self.deferred = bounds, 0, None
 
     def _apply(self, hyper: Hyperparameters, kernel: Kernel) -> None:

@@ -47,7 +47,7 @@ from .subset import choose_subset
 from .targets import RankWarp, normalized, reward_range
 from .trial import Status, Trial, mode_sign
 from .views import PosteriorView
-from .warp_choice import WARP_CHOICE_EVERY, WARP_CHOICE_FROM, prefer_warp
+from .warp_choice import CHOOSING_RULES, WARP_CHOICE_EVERY, WARP_CHOICE_FROM, prefer_copula, warp_rule
 
 
 @dataclass(frozen=True)
@@ -110,9 +110,13 @@ class Optimizer:
             return CensoredModel(kernels[0], hyper, self.domain, bounds, groups=groups,
                                  alternatives=kernels[1:], keep_all=self._needs_gp_all())
 
-        self.objective = model(s.kernel, self.objective_bounds(True))
-        # output_warp auto (warp_choice.py): starts warped; usable results at the last choice
-        self.warp_on, self._warp_chosen_at = s.output_warp != "none", 0
+        # output_warp as applied (warp_choice.warp_rule); the warp under the copula's (none or
+        # the tail); whether the copula is on (none-or-copula starts with it, tail-or-copula
+        # without); usable results at the last choice
+        self.warp_rule = warp_rule(s.output_warp, bool(s.constraints), self.contexts is not None)
+        self.base_warp = "tail" if self.warp_rule in ("tail", "tail-or-copula") else "none"
+        self.warp_on, self._warp_chosen_at = self.warp_rule in ("copula", "none-or-copula"), 0
+        self.objective = model(s.kernel, self.objective_bounds(self.warp_on))
         self.constraints = [replace(c, log=s.budget_scale == "log" and c.runtime and c.type == "budget")
                             for c in (Constraint.from_dict(d, f"constraints[{i}]")
                                       for i, d in enumerate(s.constraints))]
@@ -396,7 +400,7 @@ class Optimizer:
         s, algo = self.settings, self.algorithm
         m, done = self._usable(now, t)
         self._maybe_subset(t, lambda: done, choosing=True)
-        if s.output_warp == "auto":
+        if self.warp_rule in CHOOSING_RULES:
             self._choose_warp(done)
         y_all = self._censored(done)
         post = self._fit_and_view(self.objective, done, y_all, self._targets)
@@ -571,47 +575,50 @@ class Optimizer:
         if self._range_memo is None or self._range_memo[0] != key:
             s = self.settings
             lo, hi = reward_range(s.mode, s.objective_bounds, self.trials)
-            self._range_memo = (key, (lo, hi), self._rank_warp(lo, hi) if self.warp_on else None)
+            self._range_memo = (key, (lo, hi), self._rank_warp(lo, hi, self.warp_on))
         return self._range_memo[1]
 
-    def _rank_warp(self, lo: float, hi: float) -> RankWarp | None:
-        """The rank warp (``output_warp: tail``: of the tail only) of the finished results
-        normalized over [lo, hi]."""
+    def _rank_warp(self, lo: float, hi: float, copula: bool) -> RankWarp | None:
+        """The copula's warp (``RankWarp.fit``), or the one under it (the tail's, or None), of
+        the finished results normalized over [lo, hi]."""
+        if not copula and self.base_warp == "none":
+            return None
         finished = [tr for tr in self.trials if tr.status == Status.FINISHED]
         u = normalized(finished, self.settings.mode, lo, hi)
-        return RankWarp.fit_tail(u) if self.settings.output_warp == "tail" else RankWarp.fit(u)
+        return RankWarp.fit(u) if copula else RankWarp.fit_tail(u)
 
     def _choose_warp(self, done: list[Trial]) -> None:
-        """``output_warp: auto``: once there are ``WARP_CHOICE_FROM`` usable results (and the
-        start-up design's), and again each time they grew by ``WARP_CHOICE_EVERY``, up to
-        ``fit_max_points`` and while the GPs hold every trial, the rank warp or none by
-        held-out ranks (``warp_choice.prefer_warp``, on a random stream of its own); a change
-        refits the GP at once.  The warped GP's noise floor is ``noise_floor``, the plain
-        one's the Optimizer's default."""
+        """``output_warp: none-or-copula``, ``tail-or-copula``: once there are
+        ``WARP_CHOICE_FROM`` usable results (and the start-up design's), and again each time
+        they grew by ``WARP_CHOICE_EVERY``, up to ``fit_max_points`` and while the GPs hold every
+        trial, the copula or the warp under it by held-out ranks (``warp_choice.prefer_copula``,
+        on a random stream of its own); a change refits the GP at once.  The copula's GP has the
+        noise floor ``noise_floor``, the other the Optimizer's default."""
         s, n = self.settings, len(done)
         if (n < max(self.n_initial, WARP_CHOICE_FROM) or n > s.fit_max_points or self.subset_active
                 or n < WARP_CHOICE_EVERY * self._warp_chosen_at):
             return
         self._warp_chosen_at = n
         lo, hi = self._reward_range()
-        warp = self._rank_warp(lo, hi)
-        if warp is None:
+        copula, base = self._rank_warp(lo, hi, True), self._rank_warp(lo, hi, False)
+        if copula is None:
             return
         u = normalized(done, s.mode, lo, hi)
         model = self.objective
         rng = np.random.default_rng([abs(s.seed), n])     # the suggestions' stream untouched
-        use = prefer_warp(model.gp_all.kernel, self.view.X(done), u, warp(u), model.gp_all.hyper, rng,
-                          (self.objective_bounds(False), self.objective_bounds(True)), s.fit_restarts,
-                          s.lengthscale_prior, model.groups, s.prior_mean == "mean", s.warp_margin)
+        use = prefer_copula(self.warp_rule, model.gp_all.kernel, self.view.X(done),
+                            u if base is None else base(u), copula(u), model.gp_all.hyper, rng,
+                            (self.objective_bounds(False), self.objective_bounds(True)), s.fit_restarts,
+                            s.lengthscale_prior, model.groups, s.prior_mean == "mean", s.warp_margin)
         if use != self.warp_on:
             self.warp_on, self._range_memo = use, None
             model.refit_now(self.objective_bounds(use))
 
-    def objective_bounds(self, warped: bool) -> HyperBounds:
-        """The objective GP's box: its noise floor ``noise_floor``, or, on plain targets with
-        ``output_warp: auto``, at most the Optimizer's default (the floor is for the warp)."""
+    def objective_bounds(self, copula: bool) -> HyperBounds:
+        """The objective GP's box: its noise floor ``noise_floor``, or, without the copula under
+        a rule that chooses it, at most the Optimizer's default (the floor is for the copula)."""
         floor = self.settings.noise_floor
-        if not warped and self.settings.output_warp == "auto":
+        if not copula and self.warp_rule in CHOOSING_RULES:
             floor = min(floor, HyperBounds.noise[0])
         return HyperBounds(noise=(floor, HyperBounds.noise[1]))
 

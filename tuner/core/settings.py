@@ -51,9 +51,10 @@ class Settings:
                                        # mean of the values seen
     output_warp: str = "none"          # the targets as 001 scales them, or spread by rank: copula (targets.py),
                                        # tail: only the results below the lower fence by rank,
-                                       # or auto: copula or none, by held-out ranks (warp_choice.py)
-    warp_margin: float = 0.1           # auto: the warp unless the plain GP's held-out rank correlation is
-                                       # higher by more than this
+                                       # none-or-copula, tail-or-copula: by held-out ranks, or auto:
+                                       # tail-or-copula without constraints and context (warp_choice.py)
+    warp_margin: float = 0.1           # the held-out rank correlation by which one choice must beat
+                                       # the other (warp_choice.prefer_copula)
     nu_terms: str = "pending"
     beta: float = 1.0
     beta_schedule: str = "constant"

@@ -13,6 +13,7 @@ from .persist import envelope, opened
 from .settings import PAPER_EXACT, Settings
 from .space import SearchSpace
 from .trial import Status, Trial, upgrade_v1
+from .warp_choice import CHOOSING_RULES
 
 if TYPE_CHECKING:
     from .optimizer import Optimizer
@@ -58,7 +59,7 @@ def restore(opt: Optimizer, state: Mapping[str, Any]) -> None:
     opt._range_memo = None
     opt.rng.bit_generator.state = state["rng"]
     opt.objective.load_state(state["objective"], opt.trials)
-    if "warp" in state:       # saved since output_warp auto (its choice and the box that goes with it)
+    if "warp" in state and opt.warp_rule in CHOOSING_RULES:   # its choice and the box that goes with it
         opt.warp_on, opt._warp_chosen_at = state["warp"]["on"], state["warp"]["chosen_at"]
         opt.objective.bounds = opt.objective_bounds(opt.warp_on)
     for model, st in zip(opt.constraint_models, state["constraint_models"]):

@@ -92,7 +92,7 @@ class RankWarp:
         return u
 
 
-OUTPUT_WARPS = ("none", "copula", "tail", "auto")
+OUTPUT_WARPS = ("none", "copula", "tail", "none-or-copula", "tail-or-copula", "auto")
 TAIL_SHARE = 0.25       # output_warp tail: the most of [0, 1] the results below the fence take
 
 

@@ -1,6 +1,7 @@
-"""``output_warp: auto``: the rank warp or none, chosen by which one's GP ranks held-out results
-better among the better half.  Not from the papers (a deviation of the study default;
-docs/method.md "Choosing the warp by held-out ranks").
+"""``output_warp: none-or-copula`` and ``tail-or-copula``: the rank warp (the copula) or a plainer
+target (none, or the tail warp), chosen by which one's GP ranks held-out results better among
+the better half; ``auto`` is one of the two (``warp_rule``).  Not from the papers (a deviation
+of the study default; docs/method.md "Choosing the warp by held-out ranks").
 
 The evidence cannot choose: a warp fitted to the data makes them look Gaussian by construction
 (the evidence with the warp's Jacobian picked the warp on every problem).  Ranks can: the warp
@@ -49,14 +50,32 @@ def loo_rank_score(kernel: Kernel, X: np.ndarray, y: np.ndarray, start: Hyperpar
     return float(rho) if np.isfinite(rho) else -1.0
 
 
-def prefer_warp(kernel: Kernel, X: np.ndarray, u: np.ndarray, w: np.ndarray, start: Hyperparameters,
-                rng: np.random.Generator, bounds: tuple[HyperBounds, HyperBounds], restarts: int,
-                prior: bool, groups: np.ndarray | None, centre: bool, margin: float) -> bool:
-    """Whether to keep the warp: unless the GP on the plain targets ``u`` ranks the held-out
-    better half at least ``WARP_CHOICE_RHO`` well and better than the GP on the warped ones
-    ``w`` by more than ``margin`` (on noisy training runs neither ranks the crowded top, and
-    the warp's other gain, a search not drawn to the diverged runs, decides).  ``bounds``: the
-    fits' boxes (plain, warped)."""
-    plain = loo_rank_score(kernel, X, u, start, rng, bounds[0], restarts, prior, groups, centre)
-    warped = loo_rank_score(kernel, X, w, start, rng, bounds[1], restarts, prior, groups, centre)
+CHOOSING_RULES = ("none-or-copula", "tail-or-copula")
+
+
+def warp_rule(output_warp: str, constrained: bool, contextual: bool) -> str:
+    """``output_warp`` as applied: ``auto`` is ``tail-or-copula`` in a search with neither a
+    constraint nor a context, ``none-or-copula`` in one with either (docs/method.md "Tail or
+    copula"); any other value is itself."""
+    if output_warp != "auto":
+        return output_warp
+    return "none-or-copula" if constrained or contextual else "tail-or-copula"
+
+
+def prefer_copula(rule: str, kernel: Kernel, X: np.ndarray, base: np.ndarray, copula: np.ndarray,
+                  start: Hyperparameters, rng: np.random.Generator, bounds: tuple[HyperBounds, HyperBounds],
+                  restarts: int, prior: bool, groups: np.ndarray | None, centre: bool, margin: float) -> bool:
+    """Whether to take the copula's targets ``copula`` over the plainer ``base`` (``bounds``: the
+    two fits' boxes, base first), by the GPs' held-out rank correlations:
+
+    - ``none-or-copula`` (``base`` the plain targets): the copula unless the plain GP ranks the
+      better half at least ``WARP_CHOICE_RHO`` well and better than the copula's by more than
+      ``margin`` (on noisy training runs neither ranks the crowded top, and the copula's other
+      gain, a search not drawn to the diverged runs, decides);
+    - ``tail-or-copula`` (``base`` the tail warp's, which already keeps the search off diverged
+      runs): the copula only where its GP ranks better by more than ``margin``."""
+    plain = loo_rank_score(kernel, X, base, start, rng, bounds[0], restarts, prior, groups, centre)
+    warped = loo_rank_score(kernel, X, copula, start, rng, bounds[1], restarts, prior, groups, centre)
+    if rule == "tail-or-copula":
+        return warped > plain + margin
     return not (plain >= WARP_CHOICE_RHO and plain > warped + margin)

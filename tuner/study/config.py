@@ -54,12 +54,13 @@ def check_section(section: str, data: Any, schema: Mapping[str, Field]) -> dict[
 
 # Where a study of training runs (``tuner run``, ``tuner.run``, ``TunerSearch``) starts from other
 # optimizer settings than the bare ``Optimizer``: training metrics crowd near the top with a few
-# diverged runs far below, so the GP sees the results' ranks, with the Matern-5/2 kernel usual
-# for training runs (docs/method.md "The defaults of studies"), unless from 20 results on the GP
-# on the scores as they are ranks held-out results clearly better, as on smooth simulator
-# objectives ("Choosing the warp by held-out ranks"), and a floor on the GP's noise so
-# that the ranks of near-tied scores read as noise, not as a rough function ("A noise floor under
-# the rank warp"); with more than 3 trials running, a running trial enters the GP at the posterior
+# diverged runs far below, so the GP sees the diverged runs ranked under the others (the tail
+# warp), with the Matern-5/2 kernel usual for training runs (docs/method.md "The defaults of
+# studies"), and from 20 results on all of them by rank (the copula) where a GP on those ranks
+# held-out results clearly better ("Tail or copula"; with a constraint or a context, the copula
+# unless the GP on the scores as they are ranks clearly better, "Choosing the warp by held-out
+# ranks"), and under the copula a floor on the GP's noise so that the ranks of near-tied scores
+# read as noise, not as a rough function ("A noise floor under the rank warp"); with more than 3 trials running, a running trial enters the GP at the posterior
 # mean, not the minimum ("Wide pools: running trials at the posterior mean"); near the study's
 # wall-clock limit only runs predicted to finish are started, and none once even the fastest
 # finished run would not finish ("The study's deadline"); a constraint GP (the budget's) starts
