@@ -25,8 +25,9 @@ def test_the_default_study_is_configs_cnn_yaml():
     assert load_study(DEFAULT_STUDY).resolved() == load_study(CONFIGS / "cnn.yaml").resolved()
 
 
-def test_a_study_warps_its_results_by_rank_unless_its_config_says_otherwise():
-    """Studies of training runs start from ``output_warp: auto``, ``kernel: matern52``, the
+def test_a_study_chooses_its_warp_unless_its_config_says_otherwise():
+    """Studies of training runs start from ``output_warp: auto`` (the tail warp or the copula,
+    chosen by held-out ranks), ``kernel: matern52``, the
     noise floor, ``believe_past: 3``, ``finish_by_deadline`` and ``startup_until_result`` (the
     bare Optimizer does not); a config or TunerSearch argument that names the setting wins."""
     from tuner import Settings

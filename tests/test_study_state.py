@@ -179,10 +179,12 @@ def test_a_learning_curve_the_tracker_has_not_logged_survives_a_crash(tmp_path):
     assert record.curve[-1]["metrics"]["accuracy"] == 0.8
 
 
-def resumed_after_an_upgrade(before, today, clock):
-    """A study saved with ``before``'s config after one finished trial, resumed with ``today``'s:
+def resumed_after_an_upgrade(before, today, clock, edit=None):
+    """A study saved with ``before``'s config after one finished trial (the state file then
+    changed by ``edit``, as code of before would have written it), resumed with ``today``'s:
     (the optimizer, the runner, what it said)."""
     import io
+    import json
 
     from tuner.study.callbacks import SaveState
     from tuner.study.progress import Progress
@@ -195,6 +197,11 @@ def resumed_after_an_upgrade(before, today, clock):
     opt.started(tid, 0.0)
     opt.tell(tid, 0.8, {"runtime": 1.0})
     SaveState(Study(before, opt, Session(), clock, 0.0), StudyStateFile(before.directory / "state.json")).save()
+    if edit is not None:
+        path = before.directory / "state.json"
+        state = json.loads(path.read_text())
+        edit(state)
+        path.write_text(json.dumps(state))
     out = io.StringIO()
     runner = StudyRunner(today, executor=None, make_tracker=None, resume=True, clock=clock,
                          progress=Progress(stream=out))
@@ -256,6 +263,23 @@ def test_a_thompson_study_with_a_context_started_with_the_rank_warp_resumes_with
     assert optimizer.settings.output_warp == "copula"
     assert ('keeps the settings it started with: optimizer.output_warp = "copula" '
             '(the default is now "none")') in out.getvalue()
+
+
+def test_a_study_started_when_auto_meant_none_or_copula_resumes_with_it(tmp_path):
+    """A study without a budget saved with ``output_warp: auto`` before auto became
+    tail-or-copula there (its state names no rule) goes on with the rule it ran, and says so."""
+    from tuner.study.config import load_study
+
+    today = load_study({"study": "warp-rule", "trainable": "logreg", "output": str(tmp_path),
+                        "space": {"C": {"type": "float", "low": 0.01, "high": 10.0}},
+                        "objective": {"metric": "accuracy", "mode": "max"}})
+    assert today.settings.output_warp == "auto" and today.budget is None
+    optimizer, runner, out = resumed_after_an_upgrade(
+        today, today, Clock(), edit=lambda state: state["optimizer"]["warp"].pop("rule"))
+    assert (optimizer.settings.output_warp, optimizer.warp_rule) == ("none-or-copula", "none-or-copula")
+    assert runner.cfg.settings.output_warp == "none-or-copula"
+    assert ('keeps the settings it started with: optimizer.output_warp = "none-or-copula" '
+            '(the default is now "auto")') in out.getvalue()
 
 
 def test_the_built_in_study_started_before_its_budget_changed_resumes_with_the_old_budget(tmp_path):

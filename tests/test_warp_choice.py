@@ -1,13 +1,18 @@
 """``output_warp: none-or-copula``, ``tail-or-copula`` and ``auto``: the rank warp (the copula) or
 the targets under it, chosen by held-out ranks (tuner.core.warp_choice)."""
 
+import json
+
 import numpy as np
 import pytest
 
 from tuner import Optimizer
 from tuner.core.gp import GaussianProcess, Hyperparameters, Posterior
 from tuner.core.kernels import Matern52
-from tuner.core.warp_choice import WARP_CHOICE_FROM, loo_means, warp_rule
+import tuner.core.warp_choice as warp_choice
+from tuner.core.targets import RankWarp, normalized
+from tuner.core.trial import Status
+from tuner.core.warp_choice import WARP_CHOICE_FROM, loo_means, prefer_copula, warp_rule
 from tuner.loop.simulator import SimClock
 
 SQUARE = {"x": {"type": "float", "low": 0.0, "high": 1.0}, "y": {"type": "float", "low": 0.0, "high": 1.0}}
@@ -20,6 +25,11 @@ def smooth(x, y):
 def diverging(x, y):
     """Like training runs: scores crowd near the top, and far from the middle runs diverge."""
     return 0.9 + 0.05 * np.sin(3 * x) * np.cos(2 * y) - (0.8 if (x - 0.5) ** 2 + (y - 0.5) ** 2 > 0.15 else 0.0)
+
+
+def rarely_diverging(x, y):
+    """A few runs diverge (x > 0.8), below the others' lower fence."""
+    return 0.9 + 0.05 * np.sin(3 * x) * np.cos(2 * y) - (0.8 if x > 0.8 else 0.0)
 
 
 def auto_run(f, n=30, seed=0, rule="none-or-copula", **kw):
@@ -51,7 +61,7 @@ def test_auto_is_tail_or_copula_unless_there_is_a_constraint_or_a_context():
     assert warp_rule("tail", True, True) == "tail"
     budget = [{"metric": "time", "limit": 1.0, "type": "budget", "runtime": True}]
     plain = Optimizer(SQUARE, output_warp="auto")
-    assert (plain.warp_rule, plain.warp_on, plain._warp() is None) == ("tail-or-copula", False, True)
+    assert (plain.warp_rule, plain.base_warp, plain.warp_on) == ("tail-or-copula", "tail", False)
     assert Optimizer(SQUARE, output_warp="auto", constraints=budget).warp_rule == "none-or-copula"
     ctx = Optimizer(SQUARE, output_warp="auto", context_space={"z": {"type": "float", "low": 0, "high": 1}})
     assert (ctx.warp_rule, ctx.warp_on) == ("none-or-copula", True)
@@ -85,6 +95,60 @@ def test_tail_or_copula_keeps_the_tail_on_a_smooth_function_and_takes_the_copula
     assert on and all(opt.objective.bounds.noise[0] == 1e-3 for opt in on)
 
 
+@pytest.mark.parametrize("rule, scores, copula", [
+    ("tail-or-copula", (0.5, 0.65), True), ("tail-or-copula", (0.5, 0.55), False),
+    ("tail-or-copula", (0.9, 0.3), False),
+    ("none-or-copula", (0.85, 0.7), False), ("none-or-copula", (0.75, 0.2), True),
+    ("none-or-copula", (0.85, 0.8), True)])
+def test_the_two_rules_weigh_the_held_out_ranks_differently(monkeypatch, rule, scores, copula):
+    """(base's rho, copula's rho): tail-or-copula takes the copula only when it ranks better by
+    more than the margin; none-or-copula drops it only for a plain GP at rho >= 0.8 that ranks
+    better by more than the margin."""
+    given = iter(scores)
+    monkeypatch.setattr(warp_choice, "loo_rank_score", lambda *args: next(given))
+    assert prefer_copula(rule, None, None, None, None, None, None, (None, None), 0, False, None, False,
+                         margin=0.1) is copula
+
+
+def test_tail_or_copula_compares_the_tails_gp_in_its_box_with_the_copulas_in_its_own(monkeypatch):
+    """The base targets are the tail warp's (not the plain scores), fit with the Optimizer's
+    noise floor; the copula's with ``noise_floor``."""
+    opt = Optimizer(SQUARE, clock=SimClock(), seed=0, objective_bounds=None, output_warp="tail-or-copula",
+                    kernel="matern52", noise_floor=1e-3, n_initial=8)
+    seen, score = [], warp_choice.loo_rank_score
+
+    def spy(kernel, X, y, start, rng, bounds, *rest):
+        finished = [tr for tr in opt.trials if tr.status == Status.FINISHED]
+        u = normalized(finished, opt.settings.mode, *opt._reward_range())
+        seen.append((np.sort(y), bounds.noise[0], np.sort(RankWarp.fit_tail(u)(u)), np.sort(u)))
+        return score(kernel, X, y, start, rng, bounds, *rest)
+
+    monkeypatch.setattr(warp_choice, "loo_rank_score", spy)
+    for _ in range(WARP_CHOICE_FROM + 1):
+        s = opt.suggest()
+        opt.tell(s.trial_id, float(rarely_diverging(s.config["x"], s.config["y"])))
+    (base, base_floor, tail, plain), (cop, cop_floor, _, u) = seen
+    assert np.allclose(base, tail) and not np.allclose(base, plain) and not np.allclose(base, cop)
+    assert np.allclose(cop, RankWarp.fit(u)(u))
+    assert (base_floor, cop_floor) == (1e-6, 1e-3)
+
+
+def test_a_study_saved_before_tail_or_copula_resumes_with_the_rule_it_ran(tmp_path):
+    """A state saved with ``auto`` before it meant tail-or-copula (no rule in it) resumes as
+    ``none-or-copula``; an old ``tail`` state's ``on`` (then: a warp applies) is not read as
+    the copula."""
+    for rule, saved_as, on in (("none-or-copula", "auto", None), ("tail", "tail", True)):
+        opt, _ = auto_run(smooth, n=24, rule=rule)
+        state = opt.state_dict()
+        state["settings"]["output_warp"] = saved_as
+        del state["warp"]["rule"]
+        if on is not None:
+            state["warp"]["on"] = on
+        back = Optimizer.from_state(json.loads(json.dumps(state)), clock=opt.clock)
+        assert (back.settings.output_warp, back.warp_on) == (rule, opt.warp_on)
+        assert back.suggest().config == opt.suggest().config
+
+
 @pytest.mark.parametrize("rule", ["none-or-copula", "tail-or-copula"])
 def test_the_choice_is_made_again_as_results_grow_and_survives_a_save(tmp_path, rule):
     opt, _ = auto_run(smooth if rule == "none-or-copula" else diverging, n=34, rule=rule)
@@ -96,8 +160,9 @@ def test_the_choice_is_made_again_as_results_grow_and_survives_a_save(tmp_path, 
     assert back.suggest().config == opt.suggest().config
 
 
-@pytest.mark.parametrize("rule, f, fixed", [("none-or-copula", diverging, {"output_warp": "copula", "noise_floor": 1e-3}),
-                                             ("tail-or-copula", smooth, {"output_warp": "tail", "noise_floor": 1e-6})])
+@pytest.mark.parametrize("rule, f, fixed", [
+    ("none-or-copula", diverging, {"output_warp": "copula", "noise_floor": 1e-3}),
+    ("tail-or-copula", smooth, {"output_warp": "tail", "noise_floor": 1e-6})])
 def test_while_a_choice_is_kept_the_suggestions_are_those_of_its_fixed_warp(rule, f, fixed):
     """The choice draws from a random stream of its own and changes nothing it keeps: the
     copula kept is ``output_warp: copula``; the tail kept is ``output_warp: tail`` with the

@@ -623,8 +623,8 @@ class Optimizer:
         return HyperBounds(noise=(floor, HyperBounds.noise[1]))
 
     def _warp(self) -> RankWarp | None:
-        """The output warp of the finished results (``Settings.output_warp``), memoized with
-        ``_reward_range``."""
+        """The output warp of the finished results as it applies now (``warp_rule``, ``warp_on``),
+        memoized with ``_reward_range``."""
         self._reward_range()
         return self._range_memo[2]
 

@@ -36,7 +36,7 @@ def changing_state(opt: Optimizer) -> dict[str, Any]:
             "constraint_models": [m.state_dict() for m in opt.constraint_models],
             "handler": opt.handler.state_dict(),
             "seen_constraint": sorted(opt._seen_constraint),
-            "warp": {"on": opt.warp_on, "chosen_at": opt._warp_chosen_at},
+            "warp": {"rule": opt.warp_rule, "on": opt.warp_on, "chosen_at": opt._warp_chosen_at},
             "rng": opt.rng.bit_generator.state}
 
 
@@ -45,7 +45,9 @@ def built_with(state: Mapping[str, Any]) -> tuple[SearchSpace, Settings, np.ndar
     opened(state, STATE_FORMAT, (1, STATE_VERSION), "the optimizer state")
     # a state saved before a setting existed ran with the paper's value of it
     older = {k: v for k, v in PAPER_EXACT.items() if k not in state["settings"]}
-    settings = Settings.from_dict({**older, **state["settings"]})
+    if state["settings"].get("output_warp") == "auto" and "rule" not in state.get("warp", {"rule": None}):
+        older["output_warp"] = "none-or-copula"     # what auto was before tail-or-copula (2026-11-28)
+    settings = Settings.from_dict({**state["settings"], **older})
     domain = None if state["domain"] is None else np.asarray(state["domain"])
     return SearchSpace.from_dict(state["space"]), settings, domain
 
@@ -58,10 +60,11 @@ def restore(opt: Optimizer, state: Mapping[str, Any]) -> None:
     opt._live = {tr.trial_id: tr for tr in opt.trials if tr.status == Status.RUNNING}
     opt._range_memo = None
     opt.rng.bit_generator.state = state["rng"]
-    opt.objective.load_state(state["objective"], opt.trials)
-    if "warp" in state and opt.warp_rule in CHOOSING_RULES:   # its choice and the box that goes with it
+    if "warp" in state and opt.warp_rule in CHOOSING_RULES:
+        # the warp's choice and the box that goes with it, before a deferred fit is rebuilt in it
         opt.warp_on, opt._warp_chosen_at = state["warp"]["on"], state["warp"]["chosen_at"]
         opt.objective.bounds = opt.objective_bounds(opt.warp_on)
+    opt.objective.load_state(state["objective"], opt.trials)
     for model, st in zip(opt.constraint_models, state["constraint_models"]):
         model.load_state(st, opt.trials)
     opt.handler.load_state(state["handler"])

@@ -60,8 +60,8 @@ def check_section(section: str, data: Any, schema: Mapping[str, Field]) -> dict[
 # held-out results clearly better ("Tail or copula"; with a constraint or a context, the copula
 # unless the GP on the scores as they are ranks clearly better, "Choosing the warp by held-out
 # ranks"), and under the copula a floor on the GP's noise so that the ranks of near-tied scores
-# read as noise, not as a rough function ("A noise floor under the rank warp"); with more than 3 trials running, a running trial enters the GP at the posterior
-# mean, not the minimum ("Wide pools: running trials at the posterior mean"); near the study's
+# read as noise, not as a rough function ("A noise floor under the rank warp"); with more than 3
+# trials running, a running trial enters the GP at the posterior mean, not the minimum ("Wide pools: running trials at the posterior mean"); near the study's
 # wall-clock limit only runs predicted to finish are started, and none once even the fastest
 # finished run would not finish ("The study's deadline"); a constraint GP (the budget's) starts
 # from the mean of the values seen, not from the boundary, and its running trials enter at its

@@ -216,6 +216,8 @@ class StudyRunner:
                               "only run, ray, mlflow and output may change (use --fresh or a new "
                               "study name)")
         optimizer = Optimizer.from_state(state["optimizer"], clock=self.clock)
+        if optimizer.settings.output_warp != new["optimizer"]["output_warp"] and "output_warp" not in kept:
+            kept.append("output_warp")     # auto saved before it meant tail-or-copula (state.built_with)
         if kept:      # the study goes on as it started: its saved settings, said once
             self.cfg = cfg = dataclasses.replace(cfg, settings=optimizer.settings)
             was = optimizer.settings.to_dict()     # a setting newer than the state: its value there

@@ -236,9 +236,9 @@ class TunerSearch(Searcher):
         **optimizer_settings: any other ``tuner.core.settings.Settings`` field, plus ``clock``
             (a function returning the time in seconds; ``time.time`` by default).  As in a
             study, ``output_warp`` defaults to ``auto`` (the tail warp, or the rank warp where
-            it ranks held-out results clearly better; with a budget or a context the rank warp
-            unless the plain scores do; ``none`` for Thompson sampling with a context), ``kernel`` to ``matern52``, ``noise_floor`` to 1e-3, ``believe_past``
-            to 3, ``running_objective`` to ``auto`` (a running trial next to a result enters
+            it ranks held-out results clearly better; with a constraint or a context the rank
+            warp unless the plain scores do; ``none`` for Thompson sampling with a context),
+            ``kernel`` to ``matern52``, ``noise_floor`` to 1e-3, ``believe_past`` to 3, ``running_objective`` to ``auto`` (a running trial next to a result enters
             near that result, not at the minimum, unless there is a ``budget``),
             ``finish_by_deadline`` to true, which acts only with ``time_budget_s``, and
             ``constraint_prior_mean`` and ``constraint_pending`` to ``mean``
