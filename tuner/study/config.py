@@ -61,9 +61,10 @@ def check_section(section: str, data: Any, schema: Mapping[str, Field]) -> dict[
 # unless the GP on the scores as they are ranks clearly better, "Choosing the warp by held-out
 # ranks"), and under the copula a floor on the GP's noise so that the ranks of near-tied scores
 # read as noise, not as a rough function ("A noise floor under the rank warp"); with more than 3
-# trials running, a running trial enters the GP at the posterior mean, not the minimum ("Wide pools: running trials at the posterior mean"); near the study's
-# wall-clock limit only runs predicted to finish are started, and none once even the fastest
-# finished run would not finish ("The study's deadline"); a constraint GP (the budget's) starts
+# trials running, a running trial enters the GP at the posterior mean, not the minimum ("Wide
+# pools: running trials at the posterior mean"); near the study's wall-clock limit only runs
+# predicted to finish are started, and none once even the fastest finished run would not finish
+# ("The study's deadline"); a constraint GP (the budget's) starts
 # from the mean of the values seen, not from the boundary, and its running trials enter at its
 # posterior mean, not at the boundary ("The constraint GPs' prior mean and running trials"); with
 # 3 or fewer running and no budget or constraint, a running trial next to a result is raised from

@@ -238,8 +238,9 @@ class TunerSearch(Searcher):
             study, ``output_warp`` defaults to ``auto`` (the tail warp, or the rank warp where
             it ranks held-out results clearly better; with a constraint or a context the rank
             warp unless the plain scores do; ``none`` for Thompson sampling with a context),
-            ``kernel`` to ``matern52``, ``noise_floor`` to 1e-3, ``believe_past`` to 3, ``running_objective`` to ``auto`` (a running trial next to a result enters
-            near that result, not at the minimum, unless there is a ``budget``),
+            ``kernel`` to ``matern52``, ``noise_floor`` to 1e-3, ``believe_past`` to 3,
+            ``running_objective`` to ``auto`` (a running trial next to a result enters near
+            that result, not at the minimum, unless there is a ``budget``),
             ``finish_by_deadline`` to true, which acts only with ``time_budget_s``, and
             ``constraint_prior_mean`` and ``constraint_pending`` to ``mean``
             (``tuner.study.config.study_optimizer_defaults``).
