@@ -20,6 +20,8 @@ import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
+import numpy as np
+
 from tuner import PAPER_EXACT, Optimizer, Settings
 from tuner.core.constraints import Constraint
 from tuner.study.config import STUDY_OPTIMIZER_DEFAULTS
@@ -277,6 +279,12 @@ class SyneTuneAdapter(Adapter):
     def __init__(self, problem: Problem, seed: int, searcher_kwargs: dict | None = None):
         super().__init__(problem)
         from syne_tune.optimizer.baselines import BOTorch
+
+        # Syne Tune 0.16's BoTorchSearcher draws its start-up configurations with
+        # ``Domain.sample()`` and no random_state, i.e. from numpy's global generator, which
+        # random_seed does not seed: without this a run was not repeatable (the start-up design
+        # changed with whatever ran before it in the process).
+        np.random.seed(seed)
         from syne_tune.optimizer.schedulers.ask_tell_scheduler import AskTellScheduler
 
         self.scheduler = AskTellScheduler(BOTorch(syne_tune_space(problem.space), metric="y",

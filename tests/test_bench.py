@@ -77,6 +77,18 @@ def test_syne_tune_adapter_fantasizes_pending_trials():
     assert len(res.start) == 12
 
 
+def test_syne_tune_adapter_repeats_a_run_with_the_same_seed():
+    """Its start-up configurations come from numpy's global generator (Syne Tune 0.16), which
+    the adapter seeds: what ran before in the process does not change a run."""
+    if not (importlib.util.find_spec("syne_tune") and importlib.util.find_spec("botorch")):
+        pytest.skip("syne-tune / botorch not installed (the bench extra)")
+    runs = []
+    for draws in (0, 5):
+        np.random.rand(draws)                       # other work in the process before the run
+        runs.append(_run(SyneTuneAdapter(get_problem("branin"), seed=0), "branin", n=8).configs)
+    assert runs[0] == runs[1]
+
+
 def test_project_default_through_the_same_loop():
     opt = make_method("tuner", get_problem("gardner"), seed=0)
     res = _run(opt, "gardner")
