@@ -152,7 +152,10 @@ ABLATION: dict[str, dict[str, Any]] = {
     # a study's defaults with log EI (constrained EI with a budget), and SE constraint GPs
     "study-ei": {**STUDY, "algorithm": "gp-ei-sdf"},
     "study-ei-gse": {**STUDY, "algorithm": "gp-ei-sdf", "constraint_kernel": "se"},
-    "study-lean": {**STUDY, "n_initial": "lean"},        # a start-up design of max(d + 1, 5)
+    # a start-up design of min(2 d, max(d + 1, 5)): a study's default since 2026-11-28 (so the
+    # same as "study"), and of 2 d, a study's default before
+    "study-lean": {**STUDY, "n_initial": "lean"},
+    "study-design2d": {**STUDY, "n_initial": "auto"},
     # runs stopped at 1.5 x the budget, their objective at the minimum (001 eq. 1) or the mean
     "study-stop": {**STUDY, "stop_margin": 0.5},
     "study-stopmean": {**STUDY, "stop_margin": 0.5, "stopped_objective": "mean"},

@@ -28,8 +28,9 @@ def test_the_default_study_is_configs_cnn_yaml():
 def test_a_study_chooses_its_warp_unless_its_config_says_otherwise():
     """Studies of training runs start from ``output_warp: auto`` (the tail warp or the copula,
     chosen by held-out ranks), ``kernel: matern52``, the
-    noise floor, ``believe_past: 3``, ``finish_by_deadline`` and ``startup_until_result`` (the
-    bare Optimizer does not); a config or TunerSearch argument that names the setting wins."""
+    noise floor, ``believe_past: 3``, ``finish_by_deadline``, ``startup_until_result`` and the
+    lean start-up design (the bare Optimizer does not); a config or TunerSearch argument that
+    names the setting wins."""
     from tuner import Settings
     from tuner.integrations.ray.tune_search import TunerSearch
 
@@ -37,18 +38,20 @@ def test_a_study_chooses_its_warp_unless_its_config_says_otherwise():
             "space": {"C": {"type": "float", "low": 0.01, "high": 10.0}}}
     study = load_study(base).settings
     assert (study.output_warp, study.kernel, study.noise_floor, study.believe_past,
-            study.finish_by_deadline, study.startup_until_result) == ("auto", "matern52", 1e-3, 3,
-                                                                      True, True)
+            study.finish_by_deadline, study.startup_until_result,
+            study.n_initial) == ("auto", "matern52", 1e-3, 3, True, True, "lean")
+    assert load_study({**base, "optimizer": {"n_initial": "auto"}}).settings.n_initial == "auto"
     assert load_study({**base, "optimizer": {"output_warp": "none"}}).settings.output_warp == "none"
     assert load_study({**base, "optimizer": {"believe_past": None}}).settings.believe_past is None
     assert (Settings().output_warp, Settings().kernel, Settings().noise_floor,
             Settings().believe_past, Settings().finish_by_deadline,
-            Settings().startup_until_result) == ("none", "se", 1e-6, None, False, False)
+            Settings().startup_until_result, Settings().n_initial) == ("none", "se", 1e-6, None,
+                                                                       False, False, "auto")
     line = {"x": {"type": "float", "low": 0, "high": 1}}
     searched = TunerSearch(metric="loss", mode="min", space=line).optimizer.settings
     assert (searched.output_warp, searched.kernel, searched.noise_floor, searched.believe_past,
-            searched.finish_by_deadline, searched.startup_until_result) == (
-                "auto", "matern52", 1e-3, 3, True, True)
+            searched.finish_by_deadline, searched.startup_until_result, searched.n_initial) == (
+                "auto", "matern52", 1e-3, 3, True, True, "lean")
     told = TunerSearch(metric="loss", mode="min", space=line, output_warp="none")
     assert told.optimizer.settings.output_warp == "none"
 

@@ -326,11 +326,13 @@ def test_start_up_design_is_sobol_in_start_order_whatever_order_results_arrive()
 
 
 def test_a_lean_start_up_design_is_one_point_per_parameter_and_one_more_at_least_five():
-    """n_initial="lean": max(parameters + 1, 5), a categorical counting once; the first of the
-    Sobol points "auto" would start with."""
+    """n_initial="lean": max(parameters + 1, 5), a categorical counting once, but never more
+    than "auto"'s 2 x parameters (1 and 2 parameters: 2 and 4); the first of the Sobol points
+    "auto" would start with."""
     six = {f"x{i}": {"type": "float", "low": 0.0, "high": 1.0} for i in range(6)}
     mixed = {**six, "opt": {"type": "categorical", "choices": ["a", "b", "c", "d"]}}
-    for space, n in ((BOX, 5), (six, 7), (mixed, 8)):
+    two = {"x0": six["x0"], "x1": six["x1"]}
+    for space, n in ((BOX, 5), (six, 7), (mixed, 8), (two, 4), ({"x0": six["x0"]}, 2)):
         assert make(space, n_initial="lean")[0].n_initial == n
     lean, auto = make(six, n_initial="lean")[0], make(six, n_initial="auto")[0]
     xs = [[opt.trials[opt.suggest().trial_id].x for _ in range(7)] for opt in (lean, auto)]

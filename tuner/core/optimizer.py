@@ -645,9 +645,10 @@ class Optimizer:
     def n_initial(self) -> int:
         """Size of the start-up design, counting a categorical once however many one-hot columns
         it has: ``"auto"``, two points per parameter; ``"lean"``, one per parameter and one
-        more, at least 5 (docs/method.md "A lean start-up design")."""
+        more, at least 5 and at most ``"auto"``'s (docs/method.md "A lean start-up design in a
+        study")."""
         n, d = self.settings.n_initial, len(self.space.params)
-        return 2 * d if n == "auto" else max(d + 1, 5) if n == "lean" else int(n)
+        return 2 * d if n == "auto" else min(2 * d, max(d + 1, 5)) if n == "lean" else int(n)
 
     def _running(self, trial_id: int) -> Trial:
         if trial_id not in self._by_id:

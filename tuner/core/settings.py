@@ -82,7 +82,7 @@ class Settings:
     fit_max_points: int = 250          # a refit fits on at most this many results (newest half + a sample)
     fit_restarts: int = 1
     n_initial: int | str = "auto"      # Sobol start-up design; "auto" = 2 x parameters,
-                                       # "lean" = max(parameters + 1, 5)
+                                       # "lean" = min(2 x parameters, max(parameters + 1, 5))
     startup_until_result: bool = False  # the design goes on while no result has arrived (wide pools)
     n_candidates: int = 1024
     n_local: int = 128
