@@ -110,6 +110,21 @@ def test_the_two_rules_weigh_the_held_out_ranks_differently(monkeypatch, rule, s
                          margin=0.1) is copula
 
 
+def test_tied_top_scores_choose_without_a_warning():
+    """A plateau of equal best scores (a table's accuracy, a capped metric) leaves the better
+    half's ranks undefined: the choice reads that as no ranking, and the user sees no scipy
+    warning about it."""
+    import warnings
+
+    from scipy.stats import ConstantInputWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConstantInputWarning)
+        for rule in ("tail-or-copula", "none-or-copula"):
+            _, choices = auto_run(lambda x, y: 0.9 if x < 0.8 else 0.1, n=WARP_CHOICE_FROM + 6, rule=rule)
+            assert len(choices) == WARP_CHOICE_FROM + 6
+
+
 def test_tail_or_copula_compares_the_tails_gp_in_its_box_with_the_copulas_in_its_own(monkeypatch):
     """The base targets are the tail warp's (not the plain scores), fit with the Optimizer's
     noise floor; the copula's with ``noise_floor``."""
