@@ -56,8 +56,27 @@ def test_a_study_chooses_its_warp_unless_its_config_says_otherwise():
     assert told.optimizer.settings.output_warp == "none"
 
 
+def test_a_study_with_a_context_keeps_the_design_of_two_points_per_parameter():
+    """The later contexts' warm starts use the first one's spread (docs/method.md "A lean
+    start-up design in a study"); a study without a context starts lean, and a config that
+    names the design wins."""
+    from tuner.integrations.ray.tune_search import TunerSearch
+
+    base = {"study": "ctx", "trainable": "logreg",
+            "space": {"C": {"type": "float", "low": 0.01, "high": 10.0}}}
+    assert load_study({**base, "context": {"rows": 100}}).settings.n_initial == "auto"
+    assert load_study(base).settings.n_initial == "lean"
+    asked = {**base, "context": {"rows": 100}, "optimizer": {"n_initial": "lean"}}
+    assert load_study(asked).settings.n_initial == "lean"
+    line = {"x": {"type": "float", "low": 0, "high": 1}}
+    searched = TunerSearch(metric="loss", mode="min", space=line,
+                           context_space={"rows": {"type": "float", "low": 1, "high": 1000}},
+                           context={"rows": 100})
+    assert searched.optimizer.settings.n_initial == "auto"
+
+
 def test_thompson_sampling_with_a_context_starts_without_the_rank_warp():
-    """The one study default that depends on the study: TS with a context (docs/contextual.md
+    """A study default that depends on the study: TS with a context (docs/contextual.md
     "Thompson sampling and the rank warp"); UCB with a context and TS without one keep the warp,
     and a config or TunerSearch argument that names the setting wins."""
     from tuner.integrations.ray.tune_search import TunerSearch

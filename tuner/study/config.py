@@ -86,8 +86,12 @@ def study_optimizer_defaults(algorithm: Any = None, context: bool = False) -> di
     """``STUDY_OPTIMIZER_DEFAULTS`` for a study with this ``algorithm`` (None: the default),
     with or without a ``context``: Thompson sampling with a context starts without the rank
     warp, which spreads the pooled contexts' near-tied top scores and makes its draws wander
-    (docs/contextual.md "Thompson sampling and the rank warp")."""
+    (docs/contextual.md "Thompson sampling and the rank warp"); a study with a context keeps the
+    start-up design of 2 x parameters, whose spread the later contexts' warm starts use
+    (docs/method.md "A lean start-up design in a study")."""
     defaults = dict(STUDY_OPTIMIZER_DEFAULTS)
+    if context:
+        defaults["n_initial"] = "auto"
     try:
         thompson = algorithm is not None and get_algorithm(str(algorithm)).estimate == "ts"
     except ValueError:        # an unknown name: the optimizer section's check names it
