@@ -241,8 +241,9 @@ class TunerSearch(Searcher):
             ``kernel`` to ``matern52``, ``noise_floor`` to 1e-3, ``believe_past`` to 3,
             ``running_objective`` to ``auto`` (a running trial next to a result enters near
             that result, not at the minimum, unless there is a ``budget``),
-            ``finish_by_deadline`` to true, which acts only with ``time_budget_s``, and
-            ``constraint_prior_mean`` and ``constraint_pending`` to ``mean``
+            ``finish_by_deadline`` to true, which acts only with ``time_budget_s``,
+            ``constraint_prior_mean`` and ``constraint_pending`` to ``mean``, and ``n_initial``
+            to ``lean`` (``auto`` with a context)
             (``tuner.study.config.study_optimizer_defaults``).
 
     Example::
