@@ -282,13 +282,13 @@ class SyneTuneAdapter(Adapter):
     def __init__(self, problem: Problem, seed: int, searcher_kwargs: dict | None = None):
         super().__init__(problem)
         from syne_tune.optimizer.baselines import BOTorch
+        from syne_tune.optimizer.schedulers.ask_tell_scheduler import AskTellScheduler
 
         # Syne Tune 0.16's BoTorchSearcher draws its start-up configurations with
         # ``Domain.sample()`` and no random_state, i.e. from numpy's global generator, which
         # random_seed does not seed: without this a run was not repeatable (the start-up design
         # changed with whatever ran before it in the process).
         np.random.seed(seed)
-        from syne_tune.optimizer.schedulers.ask_tell_scheduler import AskTellScheduler
 
         self.scheduler = AskTellScheduler(BOTorch(syne_tune_space(problem.space), metric="y",
                                                   do_minimize=False, random_seed=seed,

@@ -121,7 +121,8 @@ def test_tied_top_scores_choose_without_a_warning():
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConstantInputWarning)
         for rule in ("tail-or-copula", "none-or-copula"):
-            _, choices = auto_run(lambda x, y: 0.9 if x < 0.8 else 0.1, n=WARP_CHOICE_FROM + 6, rule=rule)
+            _, choices = auto_run(lambda x, y: 0.9 if x < 0.8 else 0.1, n=WARP_CHOICE_FROM + 6,
+                                  rule=rule)
             assert len(choices) == WARP_CHOICE_FROM + 6
 
 

@@ -45,7 +45,8 @@ def built_with(state: Mapping[str, Any]) -> tuple[SearchSpace, Settings, np.ndar
     opened(state, STATE_FORMAT, (1, STATE_VERSION), "the optimizer state")
     # a state saved before a setting existed ran with the paper's value of it
     older = {k: v for k, v in PAPER_EXACT.items() if k not in state["settings"]}
-    if state["settings"].get("output_warp") == "auto" and "warp" in state and "rule" not in state["warp"]:
+    if (state["settings"].get("output_warp") == "auto" and "warp" in state
+            and "rule" not in state["warp"]):
         older["output_warp"] = "none-or-copula"     # what auto was before tail-or-copula (2026-11-28)
     settings = Settings.from_dict({**state["settings"], **older})
     domain = None if state["domain"] is None else np.asarray(state["domain"])

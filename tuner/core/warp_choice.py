@@ -48,7 +48,7 @@ def loo_rank_score(kernel: Kernel, X: np.ndarray, y: np.ndarray, start: Hyperpar
     hyper = fit_hyperparameters(kernel, X, y, start, rng, bounds, restarts, prior, groups)
     mu = loo_means(kernel, hyper, X, y)
     top = y >= np.median(y)
-    with warnings.catch_warnings():       # tied top scores (a table's plateau): rho is nan, read below
+    with warnings.catch_warnings():     # tied top scores (a plateau): rho is nan, read below
         warnings.simplefilter("ignore", ConstantInputWarning)
         rho = spearmanr(mu[top], y[top])[0]
     return float(rho) if np.isfinite(rho) else -1.0

@@ -68,9 +68,10 @@ def check_section(section: str, data: Any, schema: Mapping[str, Field]) -> dict[
 # from the mean of the values seen, not from the boundary, and its running trials enter at its
 # posterior mean, not at the boundary ("The constraint GPs' prior mean and running trials"); with
 # 3 or fewer running and no budget or constraint, a running trial next to a result is raised from
-# the minimum towards the results' posterior mean there ("Running trials next to a result"); the
-# GP takes over from the Sobol design after max(parameters + 1, 5) points, at most (and not)
-# 2 x parameters, unless there is a context ("A lean start-up design in a study"). The bare Optimizer keeps its own defaults.
+# the minimum towards the results' posterior mean there ("Running trials next to a result");
+# without a context, the GP takes over from the Sobol design after min(2 x parameters,
+# max(parameters + 1, 5)) points instead of 2 x parameters ("A lean start-up design in a
+# study"). The bare Optimizer keeps its own defaults.
 STUDY_OPTIMIZER_DEFAULTS: dict[str, Any] = {"output_warp": "auto", "kernel": "matern52",
                                             "noise_floor": 1e-3, "believe_past": 3,
                                             "running_objective": "auto",
