@@ -167,21 +167,27 @@ def test_running_objective_blend_keeps_a_known_result_and_the_minimum_where_noth
     assert np.allclose(post_b.predict(GRID)[0], hand.predict(GRID)[0], atol=1e-9)
 
 
-def test_running_objective_auto_blends_without_constraints_and_keeps_the_minimum_with_them():
-    """``running_objective: auto`` (a study's default): ``blend`` in a study without a budget or
-    constraint, eq. 1's ``minimum`` in one with (near a budget's edge the pull keeps the pool
-    apart)."""
-    cons = [{"metric": "runtime", "limit": 1.0, "runtime": True}]
+def test_running_objective_auto_keeps_the_minimum_only_under_a_budget():
+    """``running_objective: auto`` (a study's default): ``blend`` without a budget, also beside
+    an upper bound on another metric (Gardner's g), eq. 1's ``minimum`` under a budget or a
+    run-time limit (near a budget's edge the pull on slow runs keeps the pool apart)."""
+    runtime = [{"metric": "runtime", "limit": 1.0, "runtime": True}]
+    cost = [{"metric": "cpu_time", "limit": 1.0, "type": "budget"}]
+    upper = [{"metric": "g", "limit": 0.0, "type": "upper"}]
 
     def mean_next_to_best(**kw):
-        post = _running_beside_three_results([0.32], metrics={"runtime": 0.5}, **kw)[1]
+        metrics = {"runtime": 0.5, "cpu_time": 0.5, "g": -1.0}
+        post = _running_beside_three_results([0.32], metrics=metrics, **kw)[1]
         return post.predict(np.array([[0.32]]))[0][0]
 
     auto = mean_next_to_best(running_objective="auto")
     assert auto == mean_next_to_best(running_objective="blend")
-    assert mean_next_to_best(running_objective="auto", constraints=cons) == \
-        mean_next_to_best(running_objective="minimum", constraints=cons)
-    assert auto > mean_next_to_best(running_objective="auto", constraints=cons) + 0.3
+    for budget in (runtime, cost):
+        assert mean_next_to_best(running_objective="auto", constraints=budget) == \
+            mean_next_to_best(running_objective="minimum", constraints=budget)
+        assert auto > mean_next_to_best(running_objective="auto", constraints=budget) + 0.3
+    assert mean_next_to_best(running_objective="auto", constraints=upper) == \
+        mean_next_to_best(running_objective="blend", constraints=upper)
 
 
 def test_stopped_objective_mean_leaves_a_budget_stopped_trial_at_the_posterior_mean():

@@ -5,6 +5,10 @@ it and at least one peer ran: is its median best feasible score over the seeds `
 best or tied (0.1 %, ``benchmarks.report._winner``) against every peer's median over the same
 seeds?  Rows of a later file replace those of an earlier one for the same (problem, W, method).
 
+The last column counts the losses that the seeds' spread bears out: the best peer's results rank
+above the candidate's over the seeds (Mann-Whitney U, one-sided, p < ``--alpha``; scipy).  The
+target counts every loss; this column says how many of them more seeds would be unlikely to undo.
+
     python scripts/studies/best_or_tied.py docs/results/compare/runs.csv docs/results/recorded/runs.csv \
         RUNS.csv --candidates tuner default-copula --seeds 10
 """
@@ -13,6 +17,8 @@ from __future__ import annotations
 import argparse
 from collections import defaultdict
 from pathlib import Path
+
+from scipy.stats import mannwhitneyu
 
 from benchmarks.ablation import COMPETITORS
 from benchmarks.metrics import FRACTIONS
@@ -25,15 +31,18 @@ def main() -> None:
     ap.add_argument("--candidates", nargs="+", required=True)
     ap.add_argument("--seeds", type=int, default=10, help="use seeds 0 .. N-1 of every method")
     ap.add_argument("--workers", type=int, nargs="*", help="only these W")
+    ap.add_argument("--alpha", type=float, default=0.05, help="the one-sided test's level")
     args = ap.parse_args()
     cells = {}
     for path in args.runs:
         for key, rows in load_runs(path).items():
             cells[key] = [r for r in rows if r["seed"] < args.seeds]
-    print("| candidate | best or tied vs every peer | losses (problem, W, at: best peer) |\n|---|---|---|")
+    print("| candidate | best or tied vs every peer | losses (problem, W, at: best peer) "
+          "| losses beyond the seeds' spread |\n|---|---|---|---|")
     for cand in args.candidates:
         ok = total = 0
         lost: dict[str, list[str]] = defaultdict(list)
+        borne: list[str] = []
         for (p, w, m), rows in sorted(cells.items()):
             if m != cand or not rows or (args.workers and w not in args.workers):
                 continue
@@ -49,8 +58,20 @@ def main() -> None:
                 if beaten:
                     top = max(beaten, key=theirs.get)
                     lost[f"{p} W={w}"].append(f"{q:g}: {top}")
+                    pval = beyond_spread(cells[(p, w, top)], rows, q)
+                    if pval < args.alpha:
+                        borne.append(f"{p} W={w} {q:g} ({top}, p = {pval:.2g})")
         losses = "; ".join(f"{k} ({', '.join(v)})" for k, v in lost.items())
-        print(f"| {cand} | {ok}/{total} ({100 * ok / max(total, 1):.0f} %) | {losses} |")
+        print(f"| {cand} | {ok}/{total} ({100 * ok / max(total, 1):.0f} %) | {losses} "
+              f"| {len(borne)}: {'; '.join(borne) or 'none'} |")
+
+
+def beyond_spread(peer: list[dict], mine: list[dict], q: float) -> float:
+    """p of the one-sided Mann-Whitney U test that the peer's best scores by q x H rank above
+    the candidate's (no feasible result: -inf, the lowest rank)."""
+    key = f"best_{q:g}"
+    return float(mannwhitneyu([r[key] for r in peer], [r[key] for r in mine],
+                              alternative="greater").pvalue)
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 
 from .algorithms import Algorithm
+from .constraints import Constraint
 from .fit_job import Pool
 from .gp import Posterior
 from .model import CensoredModel, soft_view
@@ -78,6 +79,13 @@ class PosteriorView:
         return (s.constraint_pending == "mean" and s.censoring == "soft"
                 and self.algorithm.pending == "censor")
 
+    @property
+    def budgeted(self) -> bool:
+        """A constraint is a budget (type ``budget``: a cost such as run or CPU time) or on run
+        time: ``running_objective`` "auto" keeps eq. 1's minimum there (``_soft``)."""
+        cons = [Constraint.from_dict(c) for c in self.settings.constraints]
+        return any(c.type == "budget" or c.runtime for c in cons)
+
     def X(self, trials: Sequence[Trial]) -> np.ndarray:
         return np.array([tr.x for tr in trials]).reshape(len(trials), self.dim)
 
@@ -104,7 +112,8 @@ class PosteriorView:
         the minimum where the results say nothing about x_s (eq. 1), at their posterior mean
         where they pin it down (a fifth deviation: eq. 1's minimum next to a result contradicts
         it, and while a slow run goes on near the best result the GP loses that result); "auto"
-        blends only without constraints (near a budget's edge the minimum keeps the pool apart)."""
+        blends unless a constraint is a budget or on run time (there eq. 1's pull on slow runs
+        keeps the search from the budget's edge; ``budgeted``)."""
         ids = {tr.trial_id for tr in done}
         cens = [tr for tr in trials if tr.trial_id not in ids]
         yc = y_all[[tr.start_index for tr in cens]] if cens else np.zeros(0)
@@ -116,8 +125,8 @@ class PosteriorView:
             running = np.array([tr.status == Status.RUNNING for tr in cens])
             wide = past is not None and int(running.sum()) > past
             stopped = s.stopped_objective == "mean" and s.stop_margin is not None
-            blend = (s.running_objective == "blend" or (s.running_objective == "auto"
-                                                         and not s.constraints))
+            blend = s.running_objective == "blend" or (s.running_objective == "auto"
+                                                       and not self.budgeted)
             blend = blend and not wide and len(y_done) > 0
             if wide or stopped or blend:        # otherwise no trial is believed: no pass over them
                 kinds = (Status.RUNNING,) * (wide or blend) + (Status.TIMED_OUT,) * stopped
