@@ -39,7 +39,7 @@ class Settings:
     running_objective: str = "minimum"  # soft: a running trial enters at the minimum (001 eq. 1) or
                                        # "blend": raised towards the posterior mean by the share of
                                        # the prior variance the results explain there; "auto":
-                                       # blend without constraints, the minimum with them
+                                       # blend unless a budget or run-time limit, the minimum there
     constraint_pending: str = "zero"   # a constraint's running trial: c~ = 0 (004 §5) or, soft
                                        # only, "mean": its posterior mean (or run-time bound)
     censor_at_partial: bool = True     # a trial that reported progress: censored at its last value

@@ -67,7 +67,7 @@ def check_section(section: str, data: Any, schema: Mapping[str, Field]) -> dict[
 # ("The study's deadline"); a constraint GP (the budget's) starts
 # from the mean of the values seen, not from the boundary, and its running trials enter at its
 # posterior mean, not at the boundary ("The constraint GPs' prior mean and running trials"); with
-# 3 or fewer running and no budget or constraint, a running trial next to a result is raised from
+# 3 or fewer running and no budget, a running trial next to a result is raised from
 # the minimum towards the results' posterior mean there ("Running trials next to a result");
 # without a context, the GP takes over from the Sobol design after min(2 x parameters,
 # max(parameters + 1, 5)) points instead of 2 x parameters ("A lean start-up design in a
