@@ -5,9 +5,10 @@ it and at least one peer ran: is its median best feasible score over the seeds `
 best or tied (0.1 %, ``benchmarks.report._winner``) against every peer's median over the same
 seeds?  Rows of a later file replace those of an earlier one for the same (problem, W, method).
 
-The last column counts the losses that the seeds' spread bears out: the best peer's results rank
-above the candidate's over the seeds (Mann-Whitney U, one-sided, p < ``--alpha``; scipy).  The
-target counts every loss; this column says how many of them more seeds would be unlikely to undo.
+The last two columns count the losses and the leads that the seeds' spread bears out: the best
+peer's results rank above the candidate's over the seeds, or the candidate's above every peer's
+(Mann-Whitney U, one-sided, p < ``--alpha``; scipy).  The target counts every loss; these say
+how many of them, and of the leads, more seeds would be unlikely to undo.
 
     python scripts/studies/best_or_tied.py docs/results/compare/runs.csv docs/results/recorded/runs.csv \
         RUNS.csv --candidates tuner default-copula --seeds 10
@@ -38,11 +39,12 @@ def main() -> None:
         for key, rows in load_runs(path).items():
             cells[key] = [r for r in rows if r["seed"] < args.seeds]
     print("| candidate | best or tied vs every peer | losses (problem, W, at: best peer) "
-          "| losses beyond the seeds' spread |\n|---|---|---|---|")
+          "| losses beyond the seeds' spread | leads beyond it |\n|---|---|---|---|---|")
     for cand in args.candidates:
         ok = total = 0
         lost: dict[str, list[str]] = defaultdict(list)
         borne: list[str] = []
+        leads = 0
         for (p, w, m), rows in sorted(cells.items()):
             if m != cand or not rows or (args.workers and w not in args.workers):
                 continue
@@ -61,16 +63,21 @@ def main() -> None:
                     pval = beyond_spread(cells[(p, w, top)], rows, q)
                     if pval < args.alpha:
                         borne.append(f"{p} W={w} {q:g} ({top}, p = {pval:.2g})")
+                else:
+                    leads += max(beyond_spread(rows, cells[(p, w, c)], q) for c in peers) < args.alpha
         losses = "; ".join(f"{k} ({', '.join(v)})" for k, v in lost.items())
         print(f"| {cand} | {ok}/{total} ({100 * ok / max(total, 1):.0f} %) | {losses} "
-              f"| {len(borne)}: {'; '.join(borne) or 'none'} |")
+              f"| {len(borne)}: {'; '.join(borne) or 'none'} | {leads} of {total} |")
 
 
 def beyond_spread(peer: list[dict], mine: list[dict], q: float) -> float:
-    """p of the one-sided Mann-Whitney U test that the peer's best scores by q x H rank above
-    the candidate's (no feasible result: -inf, the lowest rank)."""
+    """p of the one-sided Mann-Whitney U test that ``peer``'s best scores by q x H rank above
+    ``mine`` (no feasible result: -inf, the lowest rank; all tied: 1)."""
     key = f"best_{q:g}"
-    return float(mannwhitneyu([r[key] for r in peer], [r[key] for r in mine],
+    a, b = [r[key] for r in peer], [r[key] for r in mine]
+    if len(set(a) | set(b)) == 1:
+        return 1.0
+    return float(mannwhitneyu(a, b,
                               alternative="greater").pvalue)
 
 
