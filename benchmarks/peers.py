@@ -160,8 +160,9 @@ ABLATION: dict[str, dict[str, Any]] = {
     "study-stop": {**STUDY, "stop_margin": 0.5},
     "study-stopmean": {**STUDY, "stop_margin": 0.5, "stopped_objective": "mean"},
     # running trials raised from the minimum towards the results' posterior mean where those
-    # pin the value down (running_objective: blend, also with constraints; a study's default,
-    # "auto", blends without them), and a study's defaults before it (eq. 1's minimum)
+    # pin the value down (running_objective: blend, also under a budget; a study's default,
+    # "auto", blends unless a budget or run-time limit), and eq. 1's minimum everywhere (a
+    # study's behaviour before on Gardner and sin-constrained)
     "study-known": {**STUDY, "running_objective": "blend"},
     "study-minimum": {**STUDY, "running_objective": "minimum"},
     # a constraint's running trials at the constraint GP's posterior mean, not at g = 0, and

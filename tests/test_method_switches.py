@@ -173,6 +173,8 @@ def test_running_objective_auto_keeps_the_minimum_only_under_a_budget():
     run-time limit (near a budget's edge the pull on slow runs keeps the pool apart)."""
     runtime = [{"metric": "runtime", "limit": 1.0, "runtime": True}]
     cost = [{"metric": "cpu_time", "limit": 1.0, "type": "budget"}]
+    untyped = [{"metric": "cpu_time", "limit": 1.0}]              # type: budget by default
+    runtime_upper = [{"metric": "runtime", "limit": 1.0, "type": "upper", "runtime": True}]
     upper = [{"metric": "g", "limit": 0.0, "type": "upper"}]
 
     def mean_next_to_best(**kw):
@@ -182,7 +184,7 @@ def test_running_objective_auto_keeps_the_minimum_only_under_a_budget():
 
     auto = mean_next_to_best(running_objective="auto")
     assert auto == mean_next_to_best(running_objective="blend")
-    for budget in (runtime, cost):
+    for budget in (runtime, cost, untyped, runtime_upper):
         assert mean_next_to_best(running_objective="auto", constraints=budget) == \
             mean_next_to_best(running_objective="minimum", constraints=budget)
         assert auto > mean_next_to_best(running_objective="auto", constraints=budget) + 0.3

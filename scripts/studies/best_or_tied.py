@@ -8,7 +8,8 @@ seeds?  Rows of a later file replace those of an earlier one for the same (probl
 The last two columns count the losses and the leads that the seeds' spread bears out: the best
 peer's results rank above the candidate's over the seeds, or the candidate's above every peer's
 (Mann-Whitney U, one-sided, p < ``--alpha``; scipy).  The target counts every loss; these say
-how many of them, and of the leads, more seeds would be unlikely to undo.
+how many of them, and of the leads, stand out from the seeds' spread.  Nothing corrects for the
+many pairs tested: at p < 0.05 over 45 pairs two or so such losses are expected by chance alone.
 
     python scripts/studies/best_or_tied.py docs/results/compare/runs.csv docs/results/recorded/runs.csv \
         RUNS.csv --candidates tuner default-copula --seeds 10
@@ -22,7 +23,7 @@ from pathlib import Path
 from scipy.stats import mannwhitneyu
 
 from benchmarks.ablation import COMPETITORS
-from benchmarks.metrics import FRACTIONS
+from benchmarks.metrics import FRACTIONS, worst_nan
 from benchmarks.report import _winner, load_runs, median_best
 
 
@@ -74,7 +75,7 @@ def beyond_spread(peer: list[dict], mine: list[dict], q: float) -> float:
     """p of the one-sided Mann-Whitney U test that ``peer``'s best scores by q x H rank above
     ``mine`` (no feasible result: -inf, the lowest rank; all tied: 1)."""
     key = f"best_{q:g}"
-    a, b = [r[key] for r in peer], [r[key] for r in mine]
+    a, b = worst_nan(r[key] for r in peer), worst_nan(r[key] for r in mine)
     if len(set(a) | set(b)) == 1:
         return 1.0
     return float(mannwhitneyu(a, b,

@@ -23,6 +23,10 @@ Targets = Callable[[list[Trial]], np.ndarray]
 class PosteriorView:
     def __init__(self, settings: Settings, algorithm: Algorithm, dim: int):
         self.settings, self.algorithm, self.dim = settings, algorithm, dim
+        # a constraint is a budget (type ``budget``: a cost such as run or CPU time) or on run
+        # time: ``running_objective`` "auto" keeps eq. 1's minimum there (``_soft``)
+        self.budgeted = any(c.type == "budget" or c.runtime for c in
+                            (Constraint.from_dict(d) for d in settings.constraints))
         self.fit_pool: Pool | None = None    # where deferred fits run (``Optimizer.run_fits_in``)
 
     def __call__(self, model: CensoredModel, trials: Sequence[Trial], by_id: Mapping[int, Trial],
@@ -78,13 +82,6 @@ class PosteriorView:
         s = self.settings
         return (s.constraint_pending == "mean" and s.censoring == "soft"
                 and self.algorithm.pending == "censor")
-
-    @property
-    def budgeted(self) -> bool:
-        """A constraint is a budget (type ``budget``: a cost such as run or CPU time) or on run
-        time: ``running_objective`` "auto" keeps eq. 1's minimum there (``_soft``)."""
-        cons = [Constraint.from_dict(c) for c in self.settings.constraints]
-        return any(c.type == "budget" or c.runtime for c in cons)
 
     def X(self, trials: Sequence[Trial]) -> np.ndarray:
         return np.array([tr.x for tr in trials]).reshape(len(trials), self.dim)
