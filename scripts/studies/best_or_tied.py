@@ -78,8 +78,7 @@ def beyond_spread(peer: list[dict], mine: list[dict], q: float) -> float:
     a, b = worst_nan(r[key] for r in peer), worst_nan(r[key] for r in mine)
     if len(set(a) | set(b)) == 1:
         return 1.0
-    return float(mannwhitneyu(a, b,
-                              alternative="greater").pvalue)
+    return float(mannwhitneyu(a, b, alternative="greater").pvalue)
 
 
 if __name__ == "__main__":
