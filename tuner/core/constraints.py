@@ -105,6 +105,11 @@ class Constraint:
             raise ValueError(f"{where}: a run-time constraint cannot be observable before the run")
         return cls(**v)
 
+    @property
+    def budget(self) -> bool:
+        """A cost budget (type ``budget``: run time, CPU time, ...) or a run-time limit."""
+        return self.type == "budget" or self.runtime
+
     def to_dict(self) -> dict[str, Any]:
         return {"metric": self.metric, "limit": self.limit, "type": self.type,
                 "runtime": self.runtime, "observable": self.observable}

@@ -132,7 +132,8 @@ class Optimizer:
         self.exploration = Exploration(s, self.algorithm, self.window.unit, inputs.dim,
                                        None if self.domain is None else len(self.domain))
         self.design = StartupDesign(self.space.dim, self.n_initial, s.seed, self.domain)
-        self.view = PosteriorView(s, self.algorithm, inputs.dim)
+        self.view = PosteriorView(s, self.algorithm, inputs.dim,
+                                  budgeted=any(c.budget for c in self.constraints))
         self.last_nu: float | None = None
         # when the study ends, on this clock (the loop sets it; not saved: a session's own)
         self.deadline: float | None = None

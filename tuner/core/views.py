@@ -10,7 +10,6 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 
 from .algorithms import Algorithm
-from .constraints import Constraint
 from .fit_job import Pool
 from .gp import Posterior
 from .model import CensoredModel, soft_view
@@ -21,12 +20,11 @@ Targets = Callable[[list[Trial]], np.ndarray]
 
 
 class PosteriorView:
-    def __init__(self, settings: Settings, algorithm: Algorithm, dim: int):
+    def __init__(self, settings: Settings, algorithm: Algorithm, dim: int, budgeted: bool = False):
         self.settings, self.algorithm, self.dim = settings, algorithm, dim
-        # a constraint is a budget (type ``budget``: a cost such as run or CPU time) or on run
-        # time: ``running_objective`` "auto" keeps eq. 1's minimum there (``_soft``)
-        self.budgeted = any(c.type == "budget" or c.runtime for c in
-                            (Constraint.from_dict(d) for d in settings.constraints))
+        # a constraint is a budget or on run time (``Constraint.budget``): ``running_objective``
+        # "auto" keeps eq. 1's minimum there (``_soft``)
+        self.budgeted = budgeted
         self.fit_pool: Pool | None = None    # where deferred fits run (``Optimizer.run_fits_in``)
 
     def __call__(self, model: CensoredModel, trials: Sequence[Trial], by_id: Mapping[int, Trial],
