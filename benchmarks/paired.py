@@ -14,6 +14,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Sequence
 
+import numpy as np
+
 from .metrics import FRACTIONS
 from .report import Cell, fmt, load_runs, median_best, order
 
@@ -38,6 +40,13 @@ def wins_losses(rows: list[dict[str, Any]], base: list[dict[str, Any]], q: float
     return won, lost, len(common)
 
 
+def over(rows: list[dict[str, Any]], q: float) -> str:
+    """At the full horizon of a constrained problem: the median trials over the limit."""
+    if q < 1 or not any(r.get("infeasible_trials", 0) for r in rows):
+        return ""
+    return f"; {fmt(float(np.median([r['infeasible_trials'] for r in rows])))} over"
+
+
 def table(cells: dict[Cell, list[dict[str, Any]]], base: str,
           methods: Sequence[str] | None = None) -> list[str]:
     variants = [m for m in order({m for _, _, m in cells}) if m != base
@@ -49,14 +58,14 @@ def table(cells: dict[Cell, list[dict[str, Any]]], base: str,
         if not ref:
             continue
         for q in FRACTIONS:
-            row = [p, str(w), f"H/{round(1 / q)}" if q < 1 else "H", fmt(median_best(ref, q))]
+            row = [p, str(w), f"H/{round(1 / q)}" if q < 1 else "H", fmt(median_best(ref, q)) + over(ref, q)]
             for m in variants:
                 rows = cells.get((p, w, m))
                 if not rows:
                     row.append("")
                     continue
                 won, lost, n = wins_losses(rows, ref, q)
-                row.append(f"{fmt(median_best(rows, q))} ({won}/{lost} of {n})")
+                row.append(f"{fmt(median_best(rows, q))} ({won}/{lost} of {n})" + over(rows, q))
             lines.append("| " + " | ".join(row) + " |")
     return lines
 
@@ -72,7 +81,8 @@ def main(argv: Sequence[str] | None = None) -> str:
     if not any(m == args.base for _, _, m in cells):
         raise SystemExit(f"--base {args.base!r}: no runs of it in {args.runs}")
     text = "\n".join([f"Median best feasible score; (won/lost of n): seeds on which the variant "
-                      f"beat / lost to `{args.base}` with the same seed.", "", *table(cells, args.base, args.methods)])
+                      f"beat / lost to `{args.base}` with the same seed; at H on a constrained problem, "
+                      f"the median trials on configurations over the limit.", "", *table(cells, args.base, args.methods)])
     if args.out:
         Path(args.out).write_text(text + "\n")
     try:

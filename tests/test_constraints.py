@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from tuner import PAPER_EXACT, Optimizer, Settings
+from tuner.core.acquisition import probability_feasible
 from tuner.core.constraints import CBO
 from tuner.core.gp import GaussianProcess, Hyperparameters, Posterior
 from tuner.core.kernels import SquaredExponential
@@ -322,6 +323,31 @@ def test_a_budget_on_the_log_scale_keeps_the_feasible_set_and_paper_settings_kee
     cost = [{"metric": "cost", "limit": 1.0, "type": "budget"}]        # not a run time: a ratio
     assert Optimizer(space, Settings(constraints=cost)).constraints[0].g(0.5) == pytest.approx(-0.5)
 
+
+
+def test_a_budget_on_the_mean_run_time_counts_the_log_normal_noise():
+    """On the log scale the GP's mean is that of ln T, the log of the median run time.  Runs
+    with a median of 0.97 x the budget and a log-sd of 0.3 take 0.97 exp(0.045) = 1.01 x it on
+    average: within a budget on the median (the default), over one on the mean
+    (``budget_bound: mean``), which adds half the GP's noise variance to g's mean."""
+    from scipy.stats import norm
+    cons = [{"metric": "runtime", "limit": 10.0, "type": "budget", "runtime": True}]
+    times = 9.7 * np.exp(0.3 * norm.ppf((np.arange(100) + 0.5) / 100))
+    pof, shift = {}, {}
+    for bound in ("median", "mean"):
+        opt = Optimizer(LINE, constraints=cons, clock=SimClock(), seed=0, n_initial=0,
+                        budget_bound=bound)
+        for t in times:
+            opt.tell(opt.suggest(config={"x": 0.5}).trial_id, 0.5, metrics={"runtime": float(t)})
+        s = opt.suggest()                                        # a choice: the GPs are fitted
+        opt.tell(s.trial_id, 0.5, metrics={"runtime": 9.7})
+        post = opt.constraint_posterior(0)
+        pof[bound] = float(probability_feasible(post)(np.array([[0.5]]))[0])
+        shift[bound] = float(post.predict(np.array([[0.5]]))[0][0])
+    assert pof["median"] > 0.6 > 0.4 > pof["mean"]
+    noise = opt.constraint_models[0].gp_done.hyper.noise
+    assert 0.05 < noise < 0.12                                   # about 0.3^2, fitted
+    assert shift["mean"] - shift["median"] == pytest.approx(noise / 2)
 
 # --- the constraint GPs' prior mean and running trials --------------------------------------------
 

@@ -1,6 +1,8 @@
 """The study default with one setting changed, on one harness problem: median best score by 1/4,
-1/2 and all of the horizon over seeds (feasible runs only), per variant: a quick look before a
-full harness run.
+1/2 and all of the horizon over seeds (feasible runs only) and median trials on configurations
+over the limit, per variant: a quick look before a full harness run.  ``--out`` appends one row
+per (variant, seed) to a CSV (``default`` is the study default) that ``python -m benchmarks.paired
+OUT.csv --base default`` pairs by seed.
 
     python scripts/studies/setting_variants.py nb201-cifar10 --workers 16 --seeds 20 \\
         --variants '{"beta4": {"beta": 4.0}, "se": {"kernel": "se"}}'
@@ -8,8 +10,10 @@ full harness run.
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import statistics
+from pathlib import Path
 
 import numpy as np
 
@@ -25,20 +29,32 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=4)
     ap.add_argument("--seeds", type=int, default=10)
     ap.add_argument("--variants", default="{}", help="JSON: name -> settings over the study default")
+    ap.add_argument("--out", type=Path, help="CSV to append a row per (variant, seed) to")
     args = ap.parse_args()
     p = get_problem(args.problem)
     horizon = p.horizon(args.workers)
-    for name, extra in {"study default": {}, **json.loads(args.variants)}.items():
+    fields = ["problem", "workers", "method", "seed", "best_0.25", "best_0.5", "best_1",
+              "trials", "infeasible_trials"]
+    if args.out and not args.out.exists():
+        with args.out.open("w", newline="") as fh:
+            csv.writer(fh).writerow(fields)
+    for name, extra in {"default": {}, **json.loads(args.variants)}.items():
         ABLATION["_variant"] = {**ABLATION[BASE], **extra}
         best: list[list[float]] = [[], [], []]
+        over: list[int] = []
         for seed in range(args.seeds):
             res = harness_run(p, args.workers, "_variant", seed)
             feasible = np.array([p.feasible(c) for c in res.configs], dtype=bool)
             for i, q in enumerate((0.25, 0.5, 1.0)):
                 ok = res.completed & feasible & (res.finish <= q * horizon)
                 best[i].append(float(res.f_true[ok].max()) if ok.any() else float("-inf"))
+            over.append(int((~feasible).sum()))
+            if args.out:
+                with args.out.open("a", newline="") as fh:
+                    csv.writer(fh).writerow([args.problem, args.workers, name, seed, best[0][-1],
+                                             best[1][-1], best[2][-1], len(res.configs), over[-1]])
         print(f"{name:16s} H/4 {statistics.median(best[0]):.4g}  H/2 {statistics.median(best[1]):.4g}  "
-              f"H {statistics.median(best[2]):.4g}", flush=True)
+              f"H {statistics.median(best[2]):.4g}  over the limit {statistics.median(over):g}", flush=True)
 
 
 if __name__ == "__main__":

@@ -60,6 +60,7 @@ the papers.  The state (Q, phi, kappa and epoch sums) is saved with the optimize
 
 from __future__ import annotations
 
+import copy
 import inspect
 import math
 from dataclasses import dataclass
@@ -80,6 +81,20 @@ CONSTRAINT_FIELDS = {
 }
 SHIFTS = {"lcb": -1.0, "mean": 0.0, "ucb": 1.0}     # g_t = mu + shift x nu sigma (RPOL's option g)
 LOG_FLOOR = 0.05   # a log-scale budget reads value / limit below this as this (g >= -3.0)
+
+
+
+def mean_run_time(post: Any) -> Any:
+    """The posterior of ln(E[T] / limit) from the log-scale budget's posterior of the latent g.
+
+    The GP models ln T = g(x) + eps with eps ~ N(0, lambda) (lambda: its noise variance), so
+    its mean is that of ln T, the log of the median run time; under log-normal noise the mean
+    run time is E[T] = exp(g(x) + lambda / 2) x limit.  A budget on the mean is met where
+    g(x) + lambda / 2 <= 0: the mean shifts by lambda / 2, the variance stays.  Not from the
+    papers (004 §5 models g on its own scale); ``Settings.budget_bound`` "mean"."""
+    out = copy.copy(post)
+    out.offset = post.offset + 0.5 * float(post.mean_gp.hyper.noise)
+    return out
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ import numpy as np
 from . import acquisition as acq
 from .algorithms import get_algorithm
 from .censoring import Window, censored_targets, constraint_view, counted
-from .constraints import SHIFTS, Constraint, arrived_since, check_reported, make_handler, sample
+from .constraints import SHIFTS, Constraint, arrived_since, check_reported, make_handler, mean_run_time, sample
 from .constraints import feasible as _feasible
 from .context import Contexts
 from .deadline import RunTimeModel, shortest_run
@@ -527,9 +527,12 @@ class Optimizer:
         done_c, yc_all = constraint_view(c, self.trials, m, self.window.unit, now,
                                          self.settings.use_elapsed_bound and c.runtime,
                                          -np.inf if self.view.believes_pending_g else 0.0)
-        return self._fit_and_view(self.constraint_models[j], done_c, yc_all,
+        post = self._fit_and_view(self.constraint_models[j], done_c, yc_all,
                                   lambda trs: np.array([c.observed(tr) for tr in trs], dtype=float),
                                   refit=refit)
+        if c.log and self.settings.budget_bound == "mean":
+            post = mean_run_time(post)
+        return post
 
     def constraint_posterior(self, j: int = 0, now: float | None = None) -> Posterior:
         """Constraint j's posterior of g (<= 0: feasible) as the next suggestion would see it

@@ -107,6 +107,8 @@ class Settings:
     b_c: float = 1.0                 # B_c of v_t^g (004 §5), the delay term's bound on |c|
     use_elapsed_bound: bool = True   # run-time constraints: elapsed time as a lower bound, no window
     budget_scale: str = "log"        # a run-time budget's g: ln(run time / limit) or run time / limit - 1
+    budget_bound: str = "median"     # log scale: the budget bounds a configuration's median run
+                                     # time (the GP's mean of ln) or its "mean" (log-normal noise)
     stop_margin: float | None = None  # stop a run past limit x (1 + margin); None: never
     sliding_window: int | None = None  # RPOL-SWUCB (004 §6): only the last W trials inform the GPs
     exact_until: int | None = 2000     # past this many started trials the GPs use a subset; None: never
@@ -245,6 +247,7 @@ SETTINGS_FIELDS: dict[str, Field] = {
     "b_c": Field((float,), minimum=0),
     "use_elapsed_bound": Field((bool,)),
     "budget_scale": Field((str,), choices=("log", "linear")),
+    "budget_bound": Field((str,), choices=("median", "mean")),
     "stop_margin": Field((float, None), minimum=0),
     "sliding_window": Field((int, None), minimum=2),
     "exact_until": Field((int, None), minimum=1),

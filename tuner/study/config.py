@@ -71,7 +71,9 @@ def check_section(section: str, data: Any, schema: Mapping[str, Field]) -> dict[
 # the minimum towards the results' posterior mean there ("Running trials next to a result");
 # without a context, the GP takes over from the Sobol design after min(2 x parameters,
 # max(parameters + 1, 5)) points instead of 2 x parameters ("A lean start-up design in a
-# study"). The bare Optimizer keeps its own defaults.
+# study"); a run-time budget bounds a configuration's mean run time, not its median (half the
+# budget GP's noise variance added to its log-scale mean, "A budget on the mean run time").
+# The bare Optimizer keeps its own defaults.
 STUDY_OPTIMIZER_DEFAULTS: dict[str, Any] = {"output_warp": "auto", "kernel": "matern52",
                                             "noise_floor": 1e-3, "believe_past": 3,
                                             "running_objective": "auto",
@@ -80,7 +82,8 @@ STUDY_OPTIMIZER_DEFAULTS: dict[str, Any] = {"output_warp": "auto", "kernel": "ma
                                             "startup_until_result": True,
                                             "constraint_prior_mean": "mean",
                                             "constraint_pending": "mean",
-                                            "n_initial": "lean"}
+                                            "n_initial": "lean",
+                                            "budget_bound": "mean"}
 
 
 def study_optimizer_defaults(algorithm: Any = None, context: bool = False) -> dict[str, Any]:

@@ -242,8 +242,8 @@ class TunerSearch(Searcher):
             ``running_objective`` to ``auto`` (a running trial next to a result enters near
             that result, not at the minimum, unless there is a ``budget``),
             ``finish_by_deadline`` to true, which acts only with ``time_budget_s``,
-            ``constraint_prior_mean`` and ``constraint_pending`` to ``mean``, and ``n_initial``
-            to ``lean`` (``auto`` with a context)
+            ``constraint_prior_mean`` and ``constraint_pending`` to ``mean``, ``budget_bound``
+            to ``mean``, and ``n_initial`` to ``lean`` (``auto`` with a context)
             (``tuner.study.config.study_optimizer_defaults``).
 
     Example::
