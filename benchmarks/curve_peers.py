@@ -40,7 +40,7 @@ from .peers import GZERO, STUDY_2026_11_26, Adapter, OptunaAdapter, Suggestion, 
 
 OURS = ("tuner", "tuner-asha", "tuner-curve", "tuner-copula", "tuner-copula-matern", "tuner-study",
         "tuner-study-asha", "tuner-study-curve", "tuner-asha-auto", "tuner-study-asha-auto",
-        "tuner-asha-rank", "tuner-study-asha-rank", "tuner-study-gzero")
+        "tuner-asha-rank", "tuner-study-asha-rank", "tuner-study-gzero", "tuner-study-median")
 PEERS = ("random-topk", "ray-asha-random", "ray-asha-tpe", "optuna-tpe-hyperband",
          "optuna-tpe-sh", "syne-asha", "syne-bohb")
 METHODS = (*OURS, *PEERS)
@@ -232,6 +232,8 @@ def make(method: str, problem: Any, seed: int) -> tuple[Any, list[Any]]:
             extra.update(STUDY_OPTIMIZER_DEFAULTS)
             if method == "tuner-study-gzero":   # before 2026-11-27: constraint GPs at the boundary
                 extra.update(GZERO)
+            if method == "tuner-study-median":  # before 2026-11-29: the budget on the median run time
+                extra["budget_bound"] = "median"
         opt = Optimizer(problem.space, seed=seed, objective_bounds=(0.0, 1.0), **extra)
         if method.endswith("-asha"):
             rules.append(ASHA(epochs, GRACE, ETA))
