@@ -10,6 +10,7 @@ Several runs.csv files are read as one (e.g. a variant's runs beside the referen
 from __future__ import annotations
 
 import argparse
+import math
 from collections import defaultdict
 from pathlib import Path
 from typing import Any, Sequence
@@ -40,11 +41,18 @@ def wins_losses(rows: list[dict[str, Any]], base: list[dict[str, Any]], q: float
     return won, lost, len(common)
 
 
-def over(rows: list[dict[str, Any]], q: float) -> str:
+def over(rows: list[dict[str, Any]], q: float, constrained: bool) -> str:
     """At the full horizon of a constrained problem: the median trials over the limit."""
-    if q < 1 or not any(r.get("infeasible_trials", 0) for r in rows):
+    counts = [v for r in rows if not math.isnan(v := r.get("infeasible_trials", math.nan))]
+    if q < 1 or not constrained or not counts:
         return ""
-    return f"; {fmt(float(np.median([r['infeasible_trials'] for r in rows])))} over"
+    return f"; {fmt(float(np.median(counts)))} over"
+
+
+def constrained(cells: dict[Cell, list[dict[str, Any]]], p: str, w: int) -> bool:
+    """Any run of any method on (p, w) with a trial over the limit."""
+    return any(r.get("infeasible_trials", 0) > 0 for (pp, ww, _), rows in cells.items()
+               if (pp, ww) == (p, w) for r in rows)
 
 
 def table(cells: dict[Cell, list[dict[str, Any]]], base: str,
@@ -57,15 +65,16 @@ def table(cells: dict[Cell, list[dict[str, Any]]], base: str,
         ref = cells.get((p, w, base))
         if not ref:
             continue
+        limited = constrained(cells, p, w)
         for q in FRACTIONS:
-            row = [p, str(w), f"H/{round(1 / q)}" if q < 1 else "H", fmt(median_best(ref, q)) + over(ref, q)]
+            row = [p, str(w), f"H/{round(1 / q)}" if q < 1 else "H", fmt(median_best(ref, q)) + over(ref, q, limited)]
             for m in variants:
                 rows = cells.get((p, w, m))
                 if not rows:
                     row.append("")
                     continue
                 won, lost, n = wins_losses(rows, ref, q)
-                row.append(f"{fmt(median_best(rows, q))} ({won}/{lost} of {n})" + over(rows, q))
+                row.append(f"{fmt(median_best(rows, q))} ({won}/{lost} of {n})" + over(rows, q, limited))
             lines.append("| " + " | ".join(row) + " |")
     return lines
 

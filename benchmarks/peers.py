@@ -152,9 +152,9 @@ ABLATION: dict[str, dict[str, Any]] = {
     # a study's defaults with log EI (constrained EI with a budget), and SE constraint GPs
     "study-ei": {**STUDY, "algorithm": "gp-ei-sdf"},
     "study-ei-gse": {**STUDY, "algorithm": "gp-ei-sdf", "constraint_kernel": "se"},
-    # a run-time budget on the mean run time, not the median (budget_bound: mean: g's mean
-    # plus half the GP's noise variance, on the log scale)
-    "study-budget-mean": {**STUDY, "budget_bound": "mean"},
+    # a run-time budget on the median run time (budget_bound: median, a study's default until
+    # 2026-11-29; "study" now bounds the mean: g's mean plus half the GP's noise variance)
+    "study-budget-median": {**STUDY, "budget_bound": "median"},
     # the constraint GPs (a budget's run time) with the SE kernel, the objective's Matern-5/2
     "study-gse": {**STUDY, "constraint_kernel": "se"},
     # a start-up design of min(2 d, max(d + 1, 5)): a study's default since 2026-11-28 (so the

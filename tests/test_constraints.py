@@ -324,7 +324,6 @@ def test_a_budget_on_the_log_scale_keeps_the_feasible_set_and_paper_settings_kee
     assert Optimizer(space, Settings(constraints=cost)).constraints[0].g(0.5) == pytest.approx(-0.5)
 
 
-
 def test_a_budget_on_the_mean_run_time_counts_the_log_normal_noise():
     """On the log scale the GP's mean is that of ln T, the log of the median run time.  Runs
     with a median of 0.97 x the budget and a log-sd of 0.3 take 0.97 exp(0.045) = 1.01 x it on

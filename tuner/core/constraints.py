@@ -83,7 +83,6 @@ SHIFTS = {"lcb": -1.0, "mean": 0.0, "ucb": 1.0}     # g_t = mu + shift x nu sigm
 LOG_FLOOR = 0.05   # a log-scale budget reads value / limit below this as this (g >= -3.0)
 
 
-
 def mean_run_time(post: Any) -> Any:
     """The posterior of ln(E[T] / limit) from the log-scale budget's posterior of the latent g.
 
