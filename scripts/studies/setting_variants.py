@@ -15,9 +15,8 @@ import json
 import statistics
 from pathlib import Path
 
-import numpy as np
-
 from benchmarks.compare import get_problem, harness_run
+from benchmarks.metrics import FRACTIONS, run_metrics, worst_nan
 from benchmarks.peers import ABLATION
 
 BASE = "study"      # benchmarks/peers.py: the study default
@@ -40,19 +39,18 @@ def main() -> None:
             csv.writer(fh).writerow(fields)
     for name, extra in {"default": {}, **json.loads(args.variants)}.items():
         ABLATION["_variant"] = {**ABLATION[BASE], **extra}
-        best: list[list[float]] = [[], [], []]
+        best: list[list[float]] = [[] for _ in FRACTIONS]
         over: list[int] = []
         for seed in range(args.seeds):
-            res = harness_run(p, args.workers, "_variant", seed)
-            feasible = np.array([p.feasible(c) for c in res.configs], dtype=bool)
-            for i, q in enumerate((0.25, 0.5, 1.0)):
-                ok = res.completed & feasible & (res.finish <= q * horizon)
-                best[i].append(float(res.f_true[ok].max()) if ok.any() else float("-inf"))
-            over.append(int((~feasible).sum()))
+            row = run_metrics(harness_run(p, args.workers, "_variant", seed), p, horizon)
+            scores = worst_nan(row[f"best_{q:g}"] for q in FRACTIONS)   # nothing feasible: -inf
+            for i, v in enumerate(scores):
+                best[i].append(float(v))
+            over.append(row["infeasible_trials"])
             if args.out:
                 with args.out.open("a", newline="") as fh:
-                    csv.writer(fh).writerow([args.problem, args.workers, name, seed, best[0][-1],
-                                             best[1][-1], best[2][-1], len(res.configs), over[-1]])
+                    csv.writer(fh).writerow([args.problem, args.workers, name, seed, *map(float, scores),
+                                             row["trials"], over[-1]])
         print(f"{name:16s} H/4 {statistics.median(best[0]):.4g}  H/2 {statistics.median(best[1]):.4g}  "
               f"H {statistics.median(best[2]):.4g}  over the limit {statistics.median(over):g}", flush=True)
 
