@@ -41,10 +41,10 @@ def wins_losses(rows: list[dict[str, Any]], base: list[dict[str, Any]], q: float
     return won, lost, len(common)
 
 
-def over(rows: list[dict[str, Any]], q: float, constrained: bool) -> str:
-    """At the full horizon of a constrained problem: the median trials over the limit."""
+def over(rows: list[dict[str, Any]], q: float, limited: bool) -> str:
+    """At the full horizon of a constrained problem (``limited``): the median trials over the limit."""
     counts = [v for r in rows if not math.isnan(v := r.get("infeasible_trials", math.nan))]
-    if q < 1 or not constrained or not counts:
+    if q < 1 or not limited or not counts:
         return ""
     return f"; {fmt(float(np.median(counts)))} over"
 
