@@ -3,7 +3,8 @@
 For each candidate (one of this project's methods) and each (problem, W, horizon fraction) where
 it and at least one peer ran: is its median best feasible score over the seeds ``< --seeds`` the
 best or tied (0.1 %, ``benchmarks.report._winner``) against every peer's median over the same
-seeds?  Rows of a later file replace those of an earlier one for the same (problem, W, method).
+seeds?  Rows of a later file replace those of an earlier one for the same (problem, W, method);
+``FILE:OLD=NEW`` reads FILE's rows of method OLD as NEW's (a variant that became the default).
 
 The last two columns count the losses and the leads that the seeds' spread bears out: the best
 peer's results rank above the candidate's over the seeds, or the candidate's above every peer's
@@ -37,7 +38,7 @@ from benchmarks.report import _winner, fmt, load_runs, median_best
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("runs", nargs="+", type=Path)
+    ap.add_argument("runs", nargs="+", help="runs.csv files; FILE:OLD=NEW reads FILE's method OLD as NEW")
     ap.add_argument("--candidates", nargs="+", required=True)
     ap.add_argument("--seeds", type=int, default=10, help="use seeds 0 .. N-1 of every method")
     ap.add_argument("--workers", type=int, nargs="*", help="only these W")
@@ -48,10 +49,12 @@ def main() -> None:
                     help="also the trials over the limit against the best-scoring peer's")
     args = ap.parse_args()
     cells = {}
-    for path in args.runs:
-        for key, rows in load_runs(path).items():
-            if args.problems is None or key[0] in args.problems:
-                cells[key] = [r for r in rows if r["seed"] < args.seeds]
+    for spec in args.runs:
+        path, _, alias = spec.partition(":")
+        old, _, new = alias.partition("=")
+        for (p, w, m), rows in load_runs(Path(path)).items():
+            if args.problems is None or p in args.problems:
+                cells[(p, w, new if alias and m == old else m)] = [r for r in rows if r["seed"] < args.seeds]
     print("| candidate | best or tied vs every peer | losses (problem, W, at: best peer) "
           "| losses beyond the seeds' spread | leads beyond it |\n|---|---|---|---|---|")
     for cand in args.candidates:
@@ -107,10 +110,10 @@ def budget_table(cells: dict, candidates: list[str], peers: list[str],
             mine, theirs = med(rows, "infeasible_trials"), med(cells[(p, w, top)], "infeasible_trials")
             score = median_best(rows, 1.0)
             met = mine <= theirs / 2 and _winner(score, scores[top]) != "peer"
-            n_mine = f"{med(rows, 'trials'):.0f}" if "trials" in rows[0] else "?"
+            n_mine = f"{med(rows, 'trials'):.0f}" if "trials" in rows[0] else "–"
             n_top = f"{med(cells[(p, w, top)], 'trials'):.0f}"
             share = lambda rs: (f"{np.median([r['infeasible_seconds'] / r['worker_seconds'] for r in rs]):.0%}"
-                                if "infeasible_seconds" in rs[0] else "?")
+                                if "infeasible_seconds" in rs[0] else "–")
             out.append(f"| {cand} | {p} | {w} | {mine:g} / {n_mine} | {fmt(score)} | {top} "
                        f"| {theirs:g} / {n_top} | {fmt(scores[top])} "
                        f"| {mine / theirs if theirs else math.inf:.2f} | {'yes' if met else 'no'} "
