@@ -4,10 +4,13 @@
 #   2. not behind Optuna's GPSampler on the categorical, mixed and recorded-table problems
 #   3. on every constrained problem at most half the best-scoring peer's trials over the limit,
 #      at an equal or better score
-# Run from the repository root:  bash scripts/studies/issue20_targets.sh
+# Run from the repository root, in the environment the README installs (with the bench extra):
+#     bash scripts/studies/issue20_targets.sh
 # A later file replaces an earlier one's rows of the same (problem, W, method), so each list
 # ends with the newest runs of a study's defaults; `FILE:mean=study` reads the `mean` rows of
-# budget-mean-2026-11-29 (a study's defaults since that day) as the study's.
+# budget-mean-2026-11-29 (a study's defaults since that day) as the study's, and
+# coverage-2026-11-29/study_budget_now.csv repeats some of them with every column. The study on
+# MLP car and australian with 4 workers is the defaults of 2026-11-28 (the median bound).
 set -e
 R=docs/results
 S4="$R/coverage-2026-11-28/synthetic_w4/runs.csv $R/warp-auto-2026-11-28/synthetic_w4.csv
@@ -16,10 +19,9 @@ S4="$R/coverage-2026-11-28/synthetic_w4/runs.csv $R/warp-auto-2026-11-28/synthet
 R4="$R/recorded/runs.csv $R/log-ei-2026-11-26/recorded/runs.csv $R/noise-floor-2026-11-27/recorded_w4/runs.csv
     $R/deadline-2026-11-27/recorded_w4/runs.csv $R/warp-auto-2026-11-28/recorded_w4.csv
     $R/tail-or-copula-2026-11-28/recorded_w4.csv $R/lean-design-2026-11-28/recorded_w4.csv
-    $R/coverage-2026-11-28/recorded_syne_w4/runs.csv"
+    $R/coverage-2026-11-28/recorded_syne_w4/runs.csv $R/coverage-2026-11-29/syne_recorded_w4.csv"
 B4="$R/budget-tables-2026-11-28/runs_w4.csv $R/budget-tables-2026-11-28/runs_w4_optuna_gp.csv
-    $R/budget-tables-2026-11-28/runs_w4_syne.csv $R/lean-design-2026-11-28/budget_tables_w4.csv
-    $R/coverage-2026-11-29/budget_w4_optuna_gp.csv"
+    $R/budget-tables-2026-11-28/runs_w4_syne.csv $R/lean-design-2026-11-28/budget_tables_w4.csv"
 S16="$R/w16-coverage-2026-11-27/fcnet_budget.csv $R/constraint-gp-2026-11-27/w16.csv
      $R/w16-seeds-2026-11-28/synthetic_w16.csv $R/upper-blend-2026-11-29/w16/runs.csv"
 R16="$R/output-warp-2026-11-26/recorded_w16/runs.csv $R/deadline-2026-11-27/gpsampler_w16/runs.csv
@@ -27,8 +29,9 @@ R16="$R/output-warp-2026-11-26/recorded_w16/runs.csv $R/deadline-2026-11-27/gpsa
      $R/deadline-2026-11-27/syne_w16/runs.csv"
 B16="$R/budget-tables-2026-11-28/runs_w16.csv $R/w16-budget-2026-11-29/syne_w16.csv
      $R/lean-design-2026-11-28/fcnet_w16.csv $R/w16-budget-2026-11-29/gpsampler_w16_naval.csv
-     $R/w16-budget-2026-11-29/gpsampler_w16_vehicle.csv $R/w16-budget-2026-11-29/gpsampler_w16_mlp4.csv"
-NOW="$R/budget-mean-2026-11-29/runs.csv:mean=study"
+     $R/w16-budget-2026-11-29/gpsampler_w16_vehicle.csv $R/w16-budget-2026-11-29/gpsampler_w16_mlp4.csv
+     $R/coverage-2026-11-29/study_mlp_budget_w16.csv"
+NOW="$R/budget-mean-2026-11-29/runs.csv:mean=study $R/coverage-2026-11-29/study_budget_now.csv"
 CAT="hpo-mixed hpo-mixed-budget nb201-cifar10 mlp-phoneme mlp-segment mlp-vehicle mlp-car mlp-australian
      fcnet-naval fcnet-parkinsons mlp-phoneme-budget mlp-segment-budget mlp-vehicle-budget mlp-car-budget
      mlp-australian-budget fcnet-naval-budget fcnet-parkinsons-budget"
