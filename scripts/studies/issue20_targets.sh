@@ -21,7 +21,8 @@ R4="$R/recorded/runs.csv $R/log-ei-2026-11-26/recorded/runs.csv $R/noise-floor-2
     $R/tail-or-copula-2026-11-28/recorded_w4.csv $R/lean-design-2026-11-28/recorded_w4.csv
     $R/coverage-2026-11-28/recorded_syne_w4/runs.csv $R/coverage-2026-11-29/syne_recorded_w4.csv"
 B4="$R/budget-tables-2026-11-28/runs_w4.csv $R/budget-tables-2026-11-28/runs_w4_optuna_gp.csv
-    $R/budget-tables-2026-11-28/runs_w4_syne.csv $R/lean-design-2026-11-28/budget_tables_w4.csv"
+    $R/budget-tables-2026-11-28/runs_w4_syne.csv $R/lean-design-2026-11-28/budget_tables_w4.csv
+    $R/coverage-2026-11-29/budget_w4_peers.csv"
 S16="$R/w16-coverage-2026-11-27/fcnet_budget.csv $R/constraint-gp-2026-11-27/w16.csv
      $R/w16-seeds-2026-11-28/synthetic_w16.csv $R/upper-blend-2026-11-29/w16/runs.csv"
 R16="$R/output-warp-2026-11-26/recorded_w16/runs.csv $R/deadline-2026-11-27/gpsampler_w16/runs.csv
