@@ -50,8 +50,12 @@ def main() -> None:
     args = ap.parse_args()
     cells = {}
     for spec in args.runs:
-        path, _, alias = spec.partition(":")
+        path, _, alias = spec.rpartition(":") if "=" in spec.rpartition(":")[2] else (spec, "", "")
         old, _, new = alias.partition("=")
+        if alias and not (old and new):
+            ap.error(f"{spec}: the alias must be FILE:OLD=NEW")
+        if not Path(path).is_file():
+            ap.error(f"{path}: no such runs file")
         for (p, w, m), rows in load_runs(Path(path)).items():
             if args.problems is None or p in args.problems:
                 cells[(p, w, new if alias and m == old else m)] = [r for r in rows if r["seed"] < args.seeds]
