@@ -87,22 +87,33 @@ def summarize(cells: dict[Cell, list], method: str, reference: str = "paper") ->
             "normalized": float(norm_v.mean()) if len(norm_v) else math.nan}
 
 
+def best_scoring_peer(cells: dict[Cell, list], p: str, w: int,
+                      peers: Sequence[str] = PEERS) -> tuple[str, float] | None:
+    """On a constrained problem p at W = w: the peer with the best median best feasible score at
+    H, and that score (None without a constraint or a peer's runs)."""
+    if get_problem(p).constraint is None:
+        return None
+    scores = {c: median_best(cells[(p, w, c)], 1.0) for c in peers if cells.get((p, w, c))}
+    if not scores:
+        return None
+    top = max(scores, key=scores.get)
+    return top, scores[top]
+
+
 def infeasible(cells: dict[Cell, list], method: str) -> list[str]:
     """Per constrained problem and W: median trials on infeasible configurations and the median
     best feasible score at H, against the best-scoring peer."""
     out = []
     for p, w in dict.fromkeys((p, w) for p, w, m in cells if m == method):
-        if get_problem(p).constraint is None:
+        found = best_scoring_peer(cells, p, w)
+        if found is None:
             continue
-        peers = {c: median_best(cells[(p, w, c)], 1.0) for c in PEERS if (p, w, c) in cells}
-        if not peers:
-            continue
-        top = max(peers, key=peers.get)
+        top, top_score = found
         med = lambda m, k: float(np.median([r[k] for r in cells[(p, w, m)]]))
         mine, theirs = med(method, "infeasible_trials"), med(top, "infeasible_trials")
         out.append(f"| {method} | {p} | {w} | {mine:.0f} / {med(method, 'trials'):.0f} | "
                    f"{fmt(median_best(cells[(p, w, method)], 1.0))} | {top} | "
-                   f"{theirs:.0f} / {med(top, 'trials'):.0f} | {fmt(peers[top])} | "
+                   f"{theirs:.0f} / {med(top, 'trials'):.0f} | {fmt(top_score)} | "
                    f"{mine / theirs if theirs else math.inf:.2f} |")
     return out
 

@@ -30,9 +30,8 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import mannwhitneyu
 
-from benchmarks.ablation import COMPETITORS
+from benchmarks.ablation import COMPETITORS, best_scoring_peer
 from benchmarks.metrics import FRACTIONS, worst_nan
-from benchmarks.problems import get_problem
 from benchmarks.report import _winner, fmt, load_runs, median_best
 
 
@@ -101,25 +100,23 @@ def budget_table(cells: dict, candidates: list[str], peers: list[str],
            "| its over / trials | its best at H | ratio | met | share of worker time over, "
            "its share |", "|---" * 11 + "|"]
     med = lambda rows, k: float(np.median([r[k] for r in rows]))
+    share = lambda rs: (f"{np.median([r['infeasible_seconds'] / r['worker_seconds'] for r in rs]):.0%}"
+                        if "infeasible_seconds" in rs[0] else "–")
     for cand in candidates:
         for (p, w, m), rows in sorted(cells.items(), key=lambda kv: (kv[0][1], kv[0][0])):
             if m != cand or not rows or (workers and w not in workers):
                 continue
-            if get_problem(p).constraint is None:
+            found = best_scoring_peer(cells, p, w, peers)
+            if found is None:
                 continue
-            scores = {c: median_best(cells[(p, w, c)], 1.0) for c in peers if cells.get((p, w, c))}
-            if not scores:
-                continue
-            top = max(scores, key=scores.get)
+            top, top_score = found
             mine, theirs = med(rows, "infeasible_trials"), med(cells[(p, w, top)], "infeasible_trials")
             score = median_best(rows, 1.0)
-            met = mine <= theirs / 2 and _winner(score, scores[top]) != "peer"
+            met = mine <= theirs / 2 and _winner(score, top_score) != "peer"
             n_mine = f"{med(rows, 'trials'):.0f}" if "trials" in rows[0] else "–"
             n_top = f"{med(cells[(p, w, top)], 'trials'):.0f}"
-            share = lambda rs: (f"{np.median([r['infeasible_seconds'] / r['worker_seconds'] for r in rs]):.0%}"
-                                if "infeasible_seconds" in rs[0] else "–")
             out.append(f"| {cand} | {p} | {w} | {mine:g} / {n_mine} | {fmt(score)} | {top} "
-                       f"| {theirs:g} / {n_top} | {fmt(scores[top])} "
+                       f"| {theirs:g} / {n_top} | {fmt(top_score)} "
                        f"| {mine / theirs if theirs else math.inf:.2f} | {'yes' if met else 'no'} "
                        f"| {share(rows)}, {share(cells[(p, w, top)])} |")
     return out
