@@ -10,7 +10,6 @@ OUT.csv --base default`` pairs by seed.
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import statistics
 from pathlib import Path
@@ -18,6 +17,7 @@ from pathlib import Path
 from benchmarks.compare import get_problem, harness_run
 from benchmarks.metrics import FRACTIONS, run_metrics, worst_nan
 from benchmarks.peers import ABLATION
+from tuner.core.persist import append_row
 
 BASE = "study"      # benchmarks/peers.py: the study default
 
@@ -32,11 +32,6 @@ def main() -> None:
     args = ap.parse_args()
     p = get_problem(args.problem)
     horizon = p.horizon(args.workers)
-    fields = ["problem", "workers", "method", "seed", "best_0.25", "best_0.5", "best_1",
-              "trials", "infeasible_trials"]
-    if args.out and not args.out.exists():
-        with args.out.open("w", newline="") as fh:
-            csv.writer(fh).writerow(fields)
     for name, extra in {"default": {}, **json.loads(args.variants)}.items():
         ABLATION["_variant"] = {**ABLATION[BASE], **extra}
         best: list[list[float]] = [[] for _ in FRACTIONS]
@@ -48,9 +43,9 @@ def main() -> None:
                 best[i].append(float(v))
             over.append(row["infeasible_trials"])
             if args.out:
-                with args.out.open("a", newline="") as fh:
-                    csv.writer(fh).writerow([args.problem, args.workers, name, seed, *map(float, scores),
-                                             row["trials"], over[-1]])
+                append_row(args.out, {"problem": args.problem, "workers": args.workers, "method": name,
+                                      "seed": seed, **{f"best_{q:g}": float(v) for q, v in zip(FRACTIONS, scores)},
+                                      "trials": row["trials"], "infeasible_trials": over[-1]}, sync=False)
         print(f"{name:16s} H/4 {statistics.median(best[0]):.4g}  H/2 {statistics.median(best[1]):.4g}  "
               f"H {statistics.median(best[2]):.4g}  over the limit {statistics.median(over):g}", flush=True)
 
