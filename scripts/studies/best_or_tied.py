@@ -6,8 +6,9 @@ best or tied (0.1 %, ``benchmarks.report._winner``) against every peer's median 
 seeds?  Rows of a later file replace those of an earlier one for the same (problem, W, method);
 ``FILE:OLD=NEW`` reads FILE's rows of method OLD as NEW's (a variant that became the default).
 
-The last two columns count the losses and the leads that the seeds' spread bears out: the best
-peer's results rank above the candidate's over the seeds, or the candidate's above every peer's
+The last two columns count the losses and the leads that the seeds' spread bears out: a peer
+with the better median ranks above the candidate over the seeds (each such peer is tested; the
+smallest p is shown), or the candidate ranks above every peer's
 (Mann-Whitney U, one-sided, p < ``--alpha``; scipy).  The target counts every loss; these say
 how many of them, and of the leads, stand out from the seeds' spread.  Nothing corrects for the
 many pairs tested: at p < 0.05 over 45 pairs two or so such losses are expected by chance alone.
@@ -15,6 +16,7 @@ many pairs tested: at p < 0.05 over 45 pairs two or so such losses are expected 
     python scripts/studies/best_or_tied.py docs/results/compare/runs.csv docs/results/recorded/runs.csv \
         RUNS.csv --candidates tuner default-copula --seeds 10
 
+``--table`` prints every method's medians per problem, the comparison in full.
 ``--peers optuna-gp --problems ...`` asks issue 20's second target (not behind `GPSampler` at any
 horizon on the given problems); ``--budget`` adds its third: on every constrained (problem, W), at
 most half the trials over the limit of the peer with the best median score at H, at an equal or
@@ -32,7 +34,7 @@ from scipy.stats import mannwhitneyu
 
 from benchmarks.ablation import COMPETITORS, best_scoring_peer
 from benchmarks.metrics import FRACTIONS, worst_nan
-from benchmarks.report import _winner, fmt, load_runs, median_best
+from benchmarks.report import _winner, fmt, headline, load_runs, median_best
 
 
 def main() -> None:
@@ -46,6 +48,9 @@ def main() -> None:
     ap.add_argument("--problems", nargs="+", help="only these problems")
     ap.add_argument("--budget", action="store_true",
                     help="also the trials over the limit against the best-scoring peer's")
+    ap.add_argument("--table", action="store_true",
+                    help="also every method's median at H/2 and H per problem "
+                         "(benchmarks.report.headline)")
     args = ap.parse_args()
     cells = {}
     for spec in args.runs:
@@ -80,9 +85,9 @@ def main() -> None:
                 if beaten:
                     top = max(beaten, key=theirs.get)
                     lost[f"{p} W={w}"].append(f"{q:g}: {top}")
-                    pval = beyond_spread(cells[(p, w, top)], rows, q)
+                    pval, by = min((beyond_spread(cells[(p, w, c)], rows, q), c) for c in beaten)
                     if pval < args.alpha:
-                        borne.append(f"{p} W={w} {q:g} ({top}, p = {pval:.2g})")
+                        borne.append(f"{p} W={w} {q:g} ({by}, p = {pval:.2g})")
                 else:
                     leads += max(beyond_spread(rows, cells[(p, w, c)], q) for c in peers) < args.alpha
         losses = "; ".join(f"{k} ({', '.join(v)})" for k, v in lost.items())
@@ -90,6 +95,11 @@ def main() -> None:
               f"| {len(borne)}: {'; '.join(borne) or 'none'} | {leads} of {total} |")
     if args.budget:
         print("\n" + "\n".join(budget_table(cells, args.candidates, args.peers, args.workers)))
+    if args.table:
+        shown = {k: v for k, v in cells.items() if v and k[2] in args.candidates + args.peers}
+        for w in sorted({w for _, w, _ in shown if not args.workers or w in args.workers}):
+            print(f"\nW = {w}: median best at H/2 / H (trials over the limit / trials)\n")
+            print("\n".join(headline(shown, w)))
 
 
 def budget_table(cells: dict, candidates: list[str], peers: list[str],
