@@ -9,8 +9,7 @@
 # A later file replaces an earlier one's rows of the same (problem, W, method), so each list
 # ends with the newest runs of a study's defaults; `FILE:mean=study` reads the `mean` rows of
 # budget-mean-2026-11-29 (a study's defaults since that day) as the study's, and
-# coverage-2026-11-29/study_budget_now.csv repeats some of them with every column. The study on
-# MLP car and australian with 4 workers is the defaults of 2026-11-28 (the median bound).
+# coverage-2026-11-29/study_budget_now.csv repeats some of them with every column.
 set -eo pipefail
 R=docs/results
 S4="$R/coverage-2026-11-28/synthetic_w4/runs.csv $R/warp-auto-2026-11-28/synthetic_w4.csv
@@ -22,7 +21,8 @@ R4="$R/recorded/runs.csv $R/log-ei-2026-11-26/recorded/runs.csv $R/noise-floor-2
     $R/coverage-2026-11-28/recorded_syne_w4/runs.csv $R/coverage-2026-11-29/syne_recorded_w4.csv"
 B4="$R/budget-tables-2026-11-28/runs_w4.csv $R/budget-tables-2026-11-28/runs_w4_optuna_gp.csv
     $R/budget-tables-2026-11-28/runs_w4_syne.csv $R/lean-design-2026-11-28/budget_tables_w4.csv
-    $R/coverage-2026-11-29/budget_w4_peers.csv"
+    $R/coverage-2026-11-29/budget_w4_peers.csv $R/coverage-2026-11-29/gpsampler_segment_budget_w4.csv
+    $R/coverage-2026-11-29/study_mlp_budget_w4.csv"
 S16="$R/w16-coverage-2026-11-27/fcnet_budget.csv $R/constraint-gp-2026-11-27/w16.csv
      $R/w16-seeds-2026-11-28/synthetic_w16.csv $R/upper-blend-2026-11-29/w16/runs.csv"
 R16="$R/output-warp-2026-11-26/recorded_w16/runs.csv $R/deadline-2026-11-27/gpsampler_w16/runs.csv
