@@ -1,9 +1,11 @@
 """Trials finished by H/4, H/2 and H in a random-search harness run (median of seeds 0-2) on every
 harness problem, W = 4 and 16: how many results a method has seen at each horizon of issue 20's
-first target.  ``python scripts/studies/finished_by_horizon.py > finished_by_horizon.md``
+first target (the harness's ``completed`` column at each horizon).
+``python scripts/studies/finished_by_horizon.py > finished_by_horizon.md``
 """
 import numpy as np
 from benchmarks.compare import harness_run
+from benchmarks.metrics import FRACTIONS, run_metrics
 from benchmarks.problems import PROBLEMS, get_problem
 
 print("| problem | W | finished by H/4 | by H/2 | by H |\n|---|---|---|---|---|")
@@ -14,7 +16,6 @@ for W in (4, 16):
         c = []
         for seed in (0, 1, 2):
             r = harness_run(p, W, "random", seed)
-            fi = np.where(r.completed, np.asarray(r.finish), np.inf)   # still running at H: not back
-            c.append([(fi <= q * H).sum() for q in (0.25, 0.5, 1.0)])
+            c.append([run_metrics(r, p, q * H)["completed"] for q in FRACTIONS])
         med = np.median(np.array(c), axis=0)
         print(f"| {name} | {W} | {med[0]:g} | {med[1]:g} | {med[2]:g} |", flush=True)
