@@ -1,10 +1,26 @@
 """Shared fixtures: one local Ray instance for the whole test session (Ray takes seconds to
-start), shut down at the end; CPU-burning processes for tests on a busy machine."""
+start), shut down at the end; CPU-burning processes for tests on a busy machine; a script of
+``scripts/`` imported as a module."""
 
+import importlib.util
 import subprocess
 import sys
+from pathlib import Path
+from types import ModuleType
 
 import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def load_script(path: str) -> ModuleType:
+    """The script at ``path`` (relative to the repository) imported as a module, without
+    running its ``__main__`` part: scripts are run as files, not installed."""
+    spec = importlib.util.spec_from_file_location(Path(path).stem, ROOT / path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module          # pickled by name in a process pool
+    spec.loader.exec_module(module)
+    return module
 
 
 @pytest.fixture(scope="session")

@@ -1,4 +1,4 @@
-"""Smoke test of the side-by-side benchmark (benchmarks.compare) with real peers."""
+"""Smoke test of the side-by-side benchmark (tuner.bench.compare) with real peers."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ import pytest
 
 pytest.importorskip("optuna")
 
-from benchmarks import compare  # noqa: E402
-from benchmarks.peers import OptunaAdapter, SyneTuneAdapter, make_method  # noqa: E402
-from benchmarks.problems import get_problem  # noqa: E402
+from tuner.bench import compare  # noqa: E402
+from tuner.bench.peers import OptunaAdapter, SyneTuneAdapter, make_method  # noqa: E402
+from tuner.bench.problems import get_problem  # noqa: E402
 from tuner.loop.simulator import RunTime, simulate  # noqa: E402
 
 W, N = 4, 24
@@ -125,12 +125,12 @@ def test_quick_benchmark_end_to_end(tmp_path):
 
 
 def test_lookup_problems_follow_the_table_interface(monkeypatch, capsys):
-    """The trainables' tables (benchmarks/lookup.py, built elsewhere) are read through
+    """The trainables' tables (tuner/bench/lookup.py, built elsewhere) are read through
     load_table / available only; absent tables are skipped with a note."""
     import sys
     import types
 
-    from benchmarks.problems import PROBLEMS
+    from tuner.bench.problems import PROBLEMS
 
     class Table:
         space = {"C": {"type": "float", "low": 1e-3, "high": 1e3, "log": True}}
@@ -141,13 +141,13 @@ def test_lookup_problems_follow_the_table_interface(monkeypatch, capsys):
         def nearest(self, config):
             return int(np.argmin(np.abs(np.log10(self.X[:, 0]) - np.log10(config["C"]))))
 
-    fake = types.ModuleType("benchmarks.lookup")
+    fake = types.ModuleType("tuner.bench.lookup")
     fake.load_table = lambda name: Table()
     fake.available = lambda name: name == "svm"
-    monkeypatch.setitem(sys.modules, "benchmarks.lookup", fake)
-    import benchmarks
+    monkeypatch.setitem(sys.modules, "tuner.bench.lookup", fake)
+    import tuner.bench
 
-    monkeypatch.setattr(benchmarks, "lookup", fake, raising=False)
+    monkeypatch.setattr(tuner.bench, "lookup", fake, raising=False)
     p = PROBLEMS["lookup-svm"]()
     assert p.f_opt == 0.9 and p.f({"C": 2.0}) == 0.9 and p.mean_runtime({"C": 500.0}) == 8.0
     assert compare.usable_problems(["lookup-svm", "lookup-cnn"]) == ["lookup-svm"]
@@ -155,9 +155,9 @@ def test_lookup_problems_follow_the_table_interface(monkeypatch, capsys):
 
 
 def test_paired_table_counts_the_seeds_a_variant_beat_or_lost_to_the_reference(tmp_path):
-    """benchmarks.paired reads runs.csv files as one and compares each variant with the
+    """tuner.bench.paired reads runs.csv files as one and compares each variant with the
     reference seed by seed (the harness gives both the same run times)."""
-    from benchmarks import paired
+    from tuner.bench import paired
 
     for method in ("tuner", "default-matern"):
         compare.main(["--out", str(tmp_path / method), "--seeds", "3", "--workers", "4",

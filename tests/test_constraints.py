@@ -393,8 +393,8 @@ def test_a_study_with_16_workers_finds_a_feasible_region_of_2_percent():
     constraint GP's prior at the values seen and running trials at its mean send the search for
     feasibility down g; at the boundary g = 0 (004 §5's c~) it went to the box's corners or
     gathered around the running trials, and found nothing in seeds 1 and 2."""
-    from benchmarks.compare import harness_run
-    from benchmarks.problems import get_problem
+    from tuner.bench.compare import harness_run
+    from tuner.bench.problems import get_problem
 
     problem = get_problem("sin-constrained")
     for seed in (0, 1, 2):

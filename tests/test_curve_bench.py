@@ -1,4 +1,4 @@
-"""The learning-curve benchmark (benchmarks.curves) end to end on a short horizon: every method
+"""The learning-curve benchmark (tuner.bench.curves) end to end on a short horizon: every method
 whose package is installed runs through its own API, and the rows say what happened."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import math
 
 import pytest
 
-from benchmarks.curve_peers import METHODS, available
-from benchmarks.curves import PROBLEMS, one_run, write_report
+from tuner.bench.curve_peers import METHODS, available
+from tuner.bench.curves import PROBLEMS, one_run, write_report
 
 STOPPING = {"tuner-asha", "random-topk", "ray-asha-random", "ray-asha-tpe", "optuna-tpe-hyperband",
             "optuna-tpe-sh", "syne-asha", "syne-bohb"}
@@ -45,7 +45,7 @@ def test_a_budgeted_problem_counts_over_budget_seconds_and_ours_stop_by_pace(tmp
 
 @pytest.mark.parametrize("name", ["cnn", "logreg"])
 def test_the_shipped_curve_tables_hold_whole_real_runs(name):
-    from benchmarks.curve_tables import CurveTable
+    from tuner.bench.curve_tables import CurveTable
 
     t = CurveTable(name)
     assert len(t.configs) == 128 and all(len(s) == 2 for s in t.seeds.values())

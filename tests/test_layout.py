@@ -1,6 +1,6 @@
 """The layers: the optimizer core and the simulated run loop import no Ray, MLflow, torch or
 matplotlib (checked in a fresh interpreter, so no other test's imports leak in); no package of
-``tuner`` imports one above it (core < loop < study < integrations < app), and the study imports
+``tuner`` imports one above it (core < loop < study < integrations < bench < app), and the study imports
 neither Ray nor MLflow, not even inside a function."""
 
 import ast
@@ -16,7 +16,7 @@ HEAVY = ("ray", "mlflow", "torch", "matplotlib")
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = ROOT / "configs"
 # tuner's packages from the bottom up; a module may import its own package's and those below
-LAYERS = ("core", "loop", "study", "integrations", "app")
+LAYERS = ("core", "loop", "study", "integrations", "bench", "app")
 
 
 def _imports(path: Path) -> set[str]:

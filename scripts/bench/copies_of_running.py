@@ -4,7 +4,7 @@
     python scripts/bench/copies_of_running.py tuner hartmann6 3000 256 1           # running_correlation 0.999
     python scripts/bench/copies_of_running.py default-copies hartmann6 3000 256 1  # copies allowed (001)
 
-Arguments: method (``benchmarks.peers``), problem, trials, workers, seeds (and optionally the
+Arguments: method (``tuner.bench.peers``), problem, trials, workers, seeds (and optionally the
 first seed, 0 by default).
 """
 
@@ -20,8 +20,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from bench_scale import best_by_trials  # noqa: E402  (this script's folder)
-from benchmarks.peers import make_method  # noqa: E402
-from benchmarks.problems import get_problem  # noqa: E402
+from tuner.bench.peers import make_method  # noqa: E402
+from tuner.bench.problems import get_problem  # noqa: E402
 from tuner.core.space import SearchSpace  # noqa: E402
 from tuner.loop.simulator import RunTime, simulate  # noqa: E402
 

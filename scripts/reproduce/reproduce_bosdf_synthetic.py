@@ -33,7 +33,7 @@ How the paper's protocol is mapped onto ``tuner.loop.simulator`` (see docs/resul
 
 from __future__ import annotations
 
-import benchmarks.threads  # noqa: F401,E402  (before numpy: one BLAS thread per process)
+import tuner.bench.threads  # noqa: F401,E402  (before numpy: one BLAS thread per process)
 
 import argparse  # noqa: E402
 import json  # noqa: E402
@@ -46,7 +46,7 @@ from typing import Any, Mapping  # noqa: E402
 import numpy as np  # noqa: E402
 
 
-from benchmarks.metrics import mean_se  # noqa: E402
+from tuner.bench.metrics import mean_se  # noqa: E402
 from tuner.core.persist import write_table  # noqa: E402
 from tuner import PAPER_EXACT, Optimizer, Settings  # noqa: E402
 from tuner.loop.problems import gp_sample_1d  # noqa: E402

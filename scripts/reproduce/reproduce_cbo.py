@@ -23,7 +23,7 @@ import argparse
 import time
 from pathlib import Path
 
-from benchmarks.constraint_runs import (average_curves, markdown_table, pivot, plot_panels, run_pool,
+from tuner.bench.constraint_runs import (average_curves, markdown_table, pivot, plot_panels, run_pool,
                                summarize)
 from tuner.core.persist import write_table
 

@@ -6,8 +6,8 @@ for 30 queries; Poisson(3) delays, m = 6; cumulative regret sum_t max_x g(z_t, x
 Here: a data set scikit-learn ships (``--dataset``: breast cancer, the SVM trainable's default,
 or digits), standardized and split 70/30 as ``trainables.svm`` does; the training split shuffled
 once and cut into 20 growing prefixes (5 %, 10 %, ..., 100 %), the validation split fixed; the
-SVM's (C, gamma) on a 20 x 20 grid (``benchmarks.build_tables``'s cell-centred grid), one fit
-per (subset, configuration): ``benchmarks/tables/svm-growing-{dataset}.csv``, built by this
+SVM's (C, gamma) on a 20 x 20 grid (``tuner.bench.build_tables``'s cell-centred grid), one fit
+per (subset, configuration): ``tuner/bench/tables/svm-growing-{dataset}.csv``, built by this
 script when missing or with ``--build`` (8 000 fits: 1 min for breast cancer, 3 min for digits
 on 2 processes).  A suggestion is looked up at its nearest grid point.
 
@@ -39,7 +39,7 @@ paths; Thompson draws on 1 152 candidates at n = 600 would take a minute per run
 
 from __future__ import annotations
 
-import benchmarks.threads  # noqa: F401,E402  (before numpy: one BLAS thread per process)
+import tuner.bench.threads  # noqa: F401,E402  (before numpy: one BLAS thread per process)
 
 import argparse  # noqa: E402
 import csv  # noqa: E402
@@ -52,17 +52,17 @@ from typing import Any, Callable, Mapping  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from benchmarks.build_tables import grid_configs  # noqa: E402
-from benchmarks.metrics import mean_se  # noqa: E402
-from benchmarks.peers import STUDY_2026_11_26 as COPULA_MATERN  # noqa: E402
-from benchmarks.peers import STUDY_2026_11_27 as FLOOR  # noqa: E402
+from tuner.bench.build_tables import grid_configs  # noqa: E402
+from tuner.bench.metrics import mean_se  # noqa: E402
+from tuner.bench.peers import STUDY_2026_11_26 as COPULA_MATERN  # noqa: E402
+from tuner.bench.peers import STUDY_2026_11_27 as FLOOR  # noqa: E402
 from tuner import PAPER_EXACT, Optimizer  # noqa: E402
 from tuner.core.optimizer import Suggestion  # noqa: E402
 from tuner.core.space import SearchSpace  # noqa: E402
 from tuner.loop.simulator import SimClock  # noqa: E402
 from tuner.study.config import study_optimizer_defaults  # noqa: E402
 
-TABLES = Path(__file__).resolve().parents[2] / "benchmarks" / "tables"
+TABLES = Path(__file__).resolve().parents[2] / "tuner" / "bench" / "tables"
 DATASETS = ("breast_cancer", "digits")
 
 
@@ -204,7 +204,7 @@ META_SPACE = {"rows": {"type": "int", "low": 500, "high": 6000, "log": True},
 
 def multitask() -> Tasks:
     """The five MLP tables in sequence; a trial replays one recorded run of its configuration."""
-    from benchmarks import recorded
+    from tuner.bench import recorded
 
     tables = [recorded.load(f"mlp-{name}") for name in MLP_TASKS]
 
@@ -264,7 +264,7 @@ class OptunaWarm:
 
         import optuna
 
-        from benchmarks.peers import optuna_distributions
+        from tuner.bench.peers import optuna_distributions
 
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         warnings.simplefilter("ignore")          # Optuna's experimental-feature warnings

@@ -34,11 +34,11 @@ import json
 import time
 from pathlib import Path
 
-from benchmarks.constraint_runs import (average_curves, markdown_table, pivot, plot_panels, run_pool,
+from tuner.bench.constraint_runs import (average_curves, markdown_table, pivot, plot_panels, run_pool,
                                summarize)
 from tuner.core.persist import write_table
 
-import numpy as np  # noqa: E402  (benchmarks.constraint_runs sets the BLAS threads first)
+import numpy as np  # noqa: E402  (tuner.bench.constraint_runs sets the BLAS threads first)
 
 from tuner import PAPER_EXACT, Optimizer, Settings  # noqa: E402
 from tuner.loop.problems import SinConstrained  # noqa: E402

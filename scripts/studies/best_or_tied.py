@@ -3,7 +3,7 @@
 For each candidate (one of this project's methods) and each (problem, W, horizon fraction) where
 it and at least one peer ran: is its median best feasible score over the seeds ``< --seeds`` the
 best or tied (medians apart by at most 0.1 % of their summed magnitudes, about 0.2 % of
-either: ``benchmarks.report._winner``) against every peer's median over the same
+either: ``tuner.bench.report._winner``) against every peer's median over the same
 seeds?  Rows of a later file replace those of an earlier one for the same (problem, W, method);
 ``FILE:OLD=NEW`` reads FILE's rows of method OLD as NEW's (a variant that became the default).
 
@@ -19,8 +19,8 @@ than two such losses are expected by chance alone.
         RUNS.csv --candidates tuner default-copula --seeds 10
 
 ``--table`` prints every method's medians per problem, the comparison in full.
-``--peers optuna-gp --problems ...`` asks issue 20's second target (not behind `GPSampler` at any
-horizon on the given problems); ``--budget`` adds its third: on every constrained (problem, W), at
+``--peers optuna-gp --problems ...`` asks whether a candidate is behind `GPSampler` at any
+horizon on the given problems; ``--budget`` adds the budget check: on every constrained (problem, W), at
 most half the trials over the limit of the peer with the best median score at H, at an equal or
 better score (a tie as above).
 """
@@ -34,9 +34,9 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import mannwhitneyu
 
-from benchmarks.ablation import COMPETITORS, best_scoring_peer
-from benchmarks.metrics import FRACTIONS, worst_nan
-from benchmarks.report import _winner, fmt, headline, load_runs, median_best
+from tuner.bench.ablation import COMPETITORS, best_scoring_peer
+from tuner.bench.metrics import FRACTIONS, worst_nan
+from tuner.bench.report import _winner, fmt, headline, load_runs, median_best
 
 
 def main() -> None:
@@ -52,7 +52,7 @@ def main() -> None:
                     help="also the trials over the limit against the best-scoring peer's")
     ap.add_argument("--table", action="store_true",
                     help="also every method's median at H/2 and H per problem "
-                         "(benchmarks.report.headline)")
+                         "(tuner.bench.report.headline)")
     args = ap.parse_args()
     cells = {}
     for spec in args.runs:

@@ -53,7 +53,7 @@ import json
 import time
 from pathlib import Path
 
-from benchmarks.constraint_runs import markdown_table, plot_panels, run_pool
+from tuner.bench.constraint_runs import markdown_table, plot_panels, run_pool
 from tuner.core.persist import write_table
 
 import numpy as np  # noqa: E402

@@ -5,7 +5,7 @@ worker-seconds spent on runs still going at the horizon (killed there), the shar
 all (a study that starts nothing more ends early), the runs finished by it, those over a budget,
 and the best feasible score they reached.
 
-One harness run per (problem, method, seed), as ``benchmarks.compare`` runs it; rows are appended
+One harness run per (problem, method, seed), as ``tuner.bench.compare`` runs it; rows are appended
 to ``--out`` (a run already there is skipped), and a summary is printed.
 
     python scripts/studies/deadline_runs.py --workers 16 --seeds 5 --out killed16.csv \\
@@ -22,10 +22,10 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.compare import get_problem, harness_run
+from tuner.bench.compare import get_problem, harness_run
 from tuner.core.persist import append_row
 
-BEFORE, AFTER = "study-believe3", "study-finish"     # benchmarks/peers.py: without and with
+BEFORE, AFTER = "study-believe3", "study-finish"     # tuner/bench/peers.py: without and with
 
 
 def one_run(problem: str, method: str, seed: int, workers: int) -> dict[str, Any]:

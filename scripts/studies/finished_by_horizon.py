@@ -1,12 +1,12 @@
 """Trials finished by H/4, H/2 and H in a random-search harness run (median of seeds 0-2) on every
-harness problem, W = 4 and 16: how many results a method has seen at each horizon of issue 20's
-first target (the harness's ``completed`` column at each horizon).
+harness problem, W = 4 and 16: how many results a method has seen at each horizon of the
+best-or-tied comparison (the harness's ``completed`` column at each horizon).
 ``python scripts/studies/finished_by_horizon.py > finished_by_horizon.md``
 """
 import numpy as np
-from benchmarks.compare import harness_run
-from benchmarks.metrics import FRACTIONS, run_metrics
-from benchmarks.problems import PROBLEMS, get_problem
+from tuner.bench.compare import harness_run
+from tuner.bench.metrics import FRACTIONS, run_metrics
+from tuner.bench.problems import PROBLEMS, get_problem
 
 print("| problem | W | finished by H/4 | by H/2 | by H |\n|---|---|---|---|---|")
 for W in (4, 16):

@@ -1,4 +1,4 @@
-"""Is float32 safe for the GP's factor?  (issue 22: "where float32 is safe, measure it").
+"""Is float32 safe for the GP's factor?  (where it is, the suggestions could be faster).
 
 Runs the default optimizer on a harness problem for n trials (simulated pool), takes its fitted
 objective GP (the usable results and the hyperparameters in force), and computes the posterior
@@ -17,7 +17,7 @@ import argparse
 import numpy as np
 from scipy.linalg import cho_solve, cholesky, solve_triangular
 
-from benchmarks.problems import PROBLEMS
+from tuner.bench.problems import PROBLEMS
 from tuner import Optimizer
 from tuner.core.maximize import candidate_set
 from tuner.loop.simulator import Fixed, simulate

@@ -1,21 +1,21 @@
 """Is the budget model's probability of feasibility calibrated, near the budget's edge too?
 
 For every suggestion the default optimizer makes on the harness's run-time-budget problems
-(``benchmarks.problems``, simulated workers), record the probability of feasibility (PoF) its
+(``tuner.bench.problems``, simulated workers), record the probability of feasibility (PoF) its
 run-time model gives the suggested configuration at that moment (``Optimizer.constraint_posterior``
 and ``acquisition.probability_feasible``, the pof handler's estimate) and whether that
 configuration is truly feasible (its mean run time within the budget).  Binned by PoF: the share
 truly feasible should match the bin's PoF.  "Near the edge": configurations whose true mean run
 time is within 25 % of the budget.  The suggestions are the configurations the search chose
 (PoF high by design); every 5th suggestion also probes 32 uniformly spread configurations
-(``benchmarks.problems.uniform_configs``), which cover every PoF.
+(``tuner.bench.problems.uniform_configs``), which cover every PoF.
 
     python scripts/studies/pof_calibration.py --seeds 5 --out docs/results/pof
 """
 
 from __future__ import annotations
 
-import benchmarks.threads  # noqa: F401  (one BLAS thread)
+import tuner.bench.threads  # noqa: F401  (one BLAS thread)
 
 import argparse
 import csv
@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.peers import make_method
-from benchmarks.problems import get_problem, uniform_configs
+from tuner.bench.peers import make_method
+from tuner.bench.problems import get_problem, uniform_configs
 from tuner.core.acquisition import probability_feasible
 from tuner.loop.simulator import RunTime, simulate
 
@@ -101,7 +101,7 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=4)
     ap.add_argument("--problems", nargs="*", default=list(PROBLEMS))
     ap.add_argument("--method", default="tuner", help="tuner, or an ablation variant of "
-                    "benchmarks.peers (default-linear-budget: the budget's model on the ratio)")
+                    "tuner.bench.peers (default-linear-budget: the budget's model on the ratio)")
     ap.add_argument("--out", default="docs/results/pof")
     args = ap.parse_args()
     out = Path(args.out)

@@ -18,8 +18,8 @@ from scipy.stats import spearmanr
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from benchmarks.curves import PROBLEMS  # noqa: E402
-from benchmarks.problems import uniform_configs  # noqa: E402
+from tuner.bench.curves import PROBLEMS  # noqa: E402
+from tuner.bench.problems import uniform_configs  # noqa: E402
 
 
 def survival(name: str, eta: float) -> list[tuple[float, float, float]]:

@@ -1,7 +1,7 @@
 """The study default with one setting changed, on one harness problem: median best score by 1/4,
 1/2 and all of the horizon over seeds (feasible runs only) and median trials on configurations
 over the limit, per variant: a quick look before a full harness run.  ``--out`` appends one row
-per (variant, seed) to a CSV (``default`` is the study default) that ``python -m benchmarks.paired
+per (variant, seed) to a CSV (``default`` is the study default) that ``python -m tuner.bench.paired
 OUT.csv --base default`` pairs by seed.
 
     python scripts/studies/setting_variants.py nb201-cifar10 --workers 16 --seeds 20 \\
@@ -14,12 +14,12 @@ import json
 import statistics
 from pathlib import Path
 
-from benchmarks.compare import get_problem, harness_run
-from benchmarks.metrics import FRACTIONS, run_metrics, worst_nan
-from benchmarks.peers import ABLATION
+from tuner.bench.compare import get_problem, harness_run
+from tuner.bench.metrics import FRACTIONS, run_metrics, worst_nan
+from tuner.bench.peers import ABLATION
 from tuner.core.persist import append_row
 
-BASE = "study"      # benchmarks/peers.py: the study default
+BASE = "study"      # tuner/bench/peers.py: the study default
 
 
 def main() -> None:

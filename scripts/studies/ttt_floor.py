@@ -1,13 +1,13 @@
 """The least time to the target score any method can have on the learning-curve problems.
 
-Issue 19 asks for a median time to the target at most 0.5x the fastest peer's.  The time to
-target counts a *full-length* run that reached the target (``benchmarks.curves``), so no method
+A target once asked for a median time to the target at most 0.5x the fastest peer's.  The time to
+target counts a *full-length* run that reached the target (``tuner.bench.curves``), so no method
 can beat an oracle that starts, at time 0 on every one of the W workers, the configuration that
 reaches the target fastest (the least mean run time among the feasible configurations whose
 final score is at or above the target; on a recorded table each worker replays one of its
 recorded runs, on a simulated family its run time is drawn as the simulator draws it).  This
 prints that oracle's median time to target beside the fastest peer's median and ours (from a
-``benchmarks.curves`` summary), and the ratios: where the oracle's ratio to the peer is over
+``tuner.bench.curves`` summary), and the ratios: where the oracle's ratio to the peer is over
 0.5, no method meets the target on that (problem, W).
 
     python scripts/studies/ttt_floor.py [--summary docs/results/curves/summary.csv]
@@ -25,10 +25,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from benchmarks.compare import read_rows  # noqa: E402
-from benchmarks.curve_peers import PEERS  # noqa: E402
-from benchmarks.curves import PROBLEMS, CurveProblem  # noqa: E402
-from benchmarks.problems import uniform_configs  # noqa: E402
+from tuner.bench.compare import read_rows  # noqa: E402
+from tuner.bench.curve_peers import PEERS  # noqa: E402
+from tuner.bench.curves import PROBLEMS, CurveProblem  # noqa: E402
+from tuner.bench.problems import uniform_configs  # noqa: E402
 
 DRAWS = 20_000
 
@@ -57,7 +57,7 @@ def oracle_times(p: CurveProblem, workers: int, rng: np.random.Generator) -> np.
 
 
 def read_summary(path: Path) -> dict[tuple[str, int], dict[str, float]]:
-    """{(problem, W): {method: median time to target}} from a ``benchmarks.curves`` summary."""
+    """{(problem, W): {method: median time to target}} from a ``tuner.bench.curves`` summary."""
     out: dict[tuple[str, int], dict[str, float]] = {}
     for r in read_rows(path):
         out.setdefault((r["problem"], int(r["W"])), {})[r["method"]] = float(r["time_to_target"])

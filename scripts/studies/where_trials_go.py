@@ -1,6 +1,6 @@
-"""Where each method's trials go on a recorded table (issue 20: why TPE leads on the MLP tables).
+"""Where each method's trials go on a recorded table (why TPE leads on the MLP tables).
 
-For each method and seed, one harness run (W = 4, the problem's horizon, as ``benchmarks.compare``
+For each method and seed, one harness run (W = 4, the problem's horizon, as ``tuner.bench.compare``
 runs it): the trials that land in the table's top 1 % (by mean score over the recorded seeds),
 how many distinct ones, the best mean score reached, and the 10 / 50 / 90 % quantiles of each
 parameter over the second half of the trials (where a method has left its start-up design).
@@ -13,8 +13,8 @@ import argparse
 
 import numpy as np
 
-from benchmarks.compare import get_problem, harness_run
-from benchmarks.recorded import load
+from tuner.bench.compare import get_problem, harness_run
+from tuner.bench.recorded import load
 
 
 def main() -> None:

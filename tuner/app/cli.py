@@ -1,6 +1,6 @@
 """Command line: ``tuner run [CONFIG]`` (a study on Ray, logged to MLflow),
 ``tuner simulate CONFIG`` (a simulated study on a simulated clock) and ``tuner bench`` (the
-side-by-side benchmark, ``benchmarks.compare``)."""
+side-by-side benchmark, ``tuner.bench.compare``)."""
 
 from __future__ import annotations
 
@@ -143,22 +143,22 @@ def build_parser() -> argparse.ArgumentParser:
             c.add_argument("--csv", action="store_true", help="every trial as CSV (trials.csv)")
         c.add_argument("--output", default="tuner_runs", help="output folder (default: tuner_runs)")
         c.set_defaults(func=_studies)
-    # listed for --help; main() hands everything after "bench" to benchmarks.compare
+    # listed for --help; main() hands everything after "bench" to tuner.bench.compare
     sub.add_parser("bench", help="the side-by-side benchmark against Optuna, Syne Tune and random "
-                   "search on one simulated worker pool (benchmarks.compare; try --quick, --help); "
-                   "'tuner bench curves': the learning-curve benchmark (benchmarks.curves)")
+                   "search on one simulated worker pool (tuner.bench.compare; try --quick, --help); "
+                   "'tuner bench curves': the learning-curve benchmark (tuner.bench.curves)")
     return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:2] == ["bench", "curves"]:
-        from benchmarks.curves import main as curves
+        from tuner.bench.curves import main as curves
 
         curves(argv[2:])
         return 0
     if argv[:1] == ["bench"]:
-        from benchmarks.compare import main as bench
+        from tuner.bench.compare import main as bench
 
         bench(argv[1:])
         return 0

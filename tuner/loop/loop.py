@@ -41,7 +41,7 @@ from .stopping import Fidelity, StoppingRule
 
 class AskTell(Protocol):
     """What the loop drives: ``Optimizer`` or any adapter with the same ask/tell methods
-    (``benchmarks.peers`` wraps Optuna and Syne Tune this way)."""
+    (``tuner.bench.peers`` wraps Optuna and Syne Tune this way)."""
 
     def suggest(self) -> Any: ...      # an object with .trial_id and .config (also with context=)
     def tell(self, trial_id: int, value: float, metrics: Mapping[str, float] | None = None,

@@ -5,7 +5,7 @@
 * the papers' own problems: a GP sample on a 1-D grid (001 §6.1), the sin-constrained problem
   (004 §7), RKHS functions with a constraint (003 App. F.1), and a budgeted training job.
 
-The benchmark harness (``benchmarks.problems``) wraps them with run-time models and horizons.
+The benchmark harness (``tuner.bench.problems``) wraps them with run-time models and horizons.
 """
 
 from __future__ import annotations

@@ -1,12 +1,12 @@
 """The method ablation: each of the optimizer's switches alone and combined, against the peers.
 
-The variants (``benchmarks.peers.ABLATION``) run through the side-by-side harness like any
+The variants (``tuner.bench.peers.ABLATION``) run through the side-by-side harness like any
 method, their rows in ``runs.csv`` files under the ablation folder; the peers' rows are read
 from the side-by-side benchmark's own ``runs.csv`` (same problems, seeds and simulated clock,
 so every comparison is paired):
 
-    python -m benchmarks.compare --methods paper soft-0.05 --out docs/results/ablation/part1
-    python -m benchmarks.ablation                   # docs/results/ablation/summary.md
+    python -m tuner.bench.compare --methods paper soft-0.05 --out docs/results/ablation/part1
+    python -m tuner.bench.ablation                   # docs/results/ablation/summary.md
 
 For each variant and (problem, W, horizon fraction) pair, the median best feasible score over
 seeds is compared with every peer's median (a tie is within 0.1 %, as in the benchmark report).
@@ -141,7 +141,7 @@ def write(compare_runs: Path, ablation_dir: Path, methods: Sequence[str] | None 
     present = list(dict.fromkeys(m for _, _, m in cells))
     methods = [m for m in (methods or ["paper", *ABLATION, "tuner-cbo", "tuner"]) if m in present]
     lines = ["# Method ablation", "",
-             "Each variant on the side-by-side harness (`python -m benchmarks.ablation`). Per "
+             "Each variant on the side-by-side harness (`python -m tuner.bench.ablation`). Per "
              "(problem, W, horizon fraction) pair: is the variant's median best feasible score "
              "the best or tied (0.1 %) against every peer (Optuna TPE, Optuna GPSampler, Syne Tune "
              "BoTorch, random)? *normalized score*: (median - random's) / (f* - random's), "

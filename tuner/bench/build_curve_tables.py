@@ -1,7 +1,7 @@
 """Build the learning-curve tables of the built-in CNN and logistic regression: real training
 runs, every epoch's validation accuracy and the seconds spent so far.
 
-    python -m benchmarks.build_curve_tables [--configs 128] [--seeds 2]
+    python -m tuner.bench.build_curve_tables [--configs 128] [--seeds 2]
 
 Each trainable (``trainables.get_trainable``) trains with its default options (no injected
 delay, one thread) on a scrambled Sobol sample of ``--configs`` configurations of its default
@@ -11,14 +11,14 @@ evaluation), so a build on a busy machine records the times an idle one would; t
 of each trainable (imports) is discarded.  The CNN keeps every epoch (80); logistic regression
 every ``LR_EVERY``-th of its 500.
 
-Writes ``benchmarks/tables/curves-{name}.csv.gz`` (config index, the hyperparameters, seed,
+Writes ``tuner/bench/tables/curves-{name}.csv.gz`` (config index, the hyperparameters, seed,
 epoch, accuracy, seconds) and ``curves-{name}.json`` (configs, seeds, options, build seconds,
 machine, command); rows are appended per run, so an interrupted build continues.
 """
 
 from __future__ import annotations
 
-import benchmarks.threads  # noqa: F401,E402  (before numpy: one BLAS thread per process)
+import tuner.bench.threads  # noqa: F401,E402  (before numpy: one BLAS thread per process)
 
 import argparse  # noqa: E402
 import csv  # noqa: E402
@@ -96,7 +96,7 @@ def build(name: str, n_configs: int, seeds: int) -> float:
                            "sobol_seed": SOBOL_SEED, "build_seconds": round(previous + spent, 1),
                            "machine": {"cpu": cpu, "cores": os.cpu_count()},
                            "date": time.strftime("%Y-%m-%d"),
-                           "command": "python -m benchmarks.build_curve_tables " + " ".join(sys.argv[1:])},
+                           "command": "python -m tuner.bench.build_curve_tables " + " ".join(sys.argv[1:])},
                indent=1)
     return spent
 

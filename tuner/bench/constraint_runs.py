@@ -8,7 +8,7 @@ fits about 17x slower (measured: 11 s vs 0.63 s for one 70-step study).
 
 from __future__ import annotations
 
-import benchmarks.threads  # noqa: F401,E402  (before numpy: one BLAS thread per process)
+import tuner.bench.threads  # noqa: F401,E402  (before numpy: one BLAS thread per process)
 
 import time  # noqa: E402
 from concurrent.futures import ProcessPoolExecutor  # noqa: E402

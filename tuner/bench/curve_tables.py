@@ -1,7 +1,7 @@
 """Real learning curves as a benchmark problem: ``CurveTable`` reads a table that
-``benchmarks.build_curve_tables`` wrote (the built-in CNN or logistic regression, every epoch's
+``tuner.bench.build_curve_tables`` wrote (the built-in CNN or logistic regression, every epoch's
 validation accuracy and seconds) and serves it with the interface of
-``tuner.loop.problems.CrossingCurves``, so ``simulate`` and ``benchmarks.curves`` use it as is.
+``tuner.loop.problems.CrossingCurves``, so ``simulate`` and ``tuner.bench.curves`` use it as is.
 
 A configuration is snapped to the table's nearest one (in the unit cube of the trainable's
 space, as a user declares it).  Each trial draws one recorded training seed, for its curve and

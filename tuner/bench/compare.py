@@ -1,9 +1,9 @@
 """Side-by-side benchmark: this project's methods against Optuna, Syne Tune and random search,
 in one simulated asynchronous worker pool (``tuner.loop.simulator.simulate``) on one simulated clock.
 
-    python -m benchmarks.compare --quick --out /tmp/bench-quick     # a few minutes
-    nice -n 19 python -m benchmarks.compare                          # full: docs/results/compare
-    python -m benchmarks.compare --report-only                       # tables and plots from runs.csv
+    python -m tuner.bench.compare --quick --out /tmp/bench-quick     # a few minutes
+    nice -n 19 python -m tuner.bench.compare                          # full: docs/results/compare
+    python -m tuner.bench.compare --report-only                       # tables and plots from runs.csv
 
 Each run: W workers, a new trial the moment one frees, log-normal run times around a mean that
 depends on the configuration, results told in arrival order, running trials pending in each
@@ -13,7 +13,7 @@ Rows are appended to ``runs.csv`` as runs finish, so an interrupted run resumes.
 
 from __future__ import annotations
 
-import benchmarks.threads  # noqa: F401,E402  (before numpy: one BLAS thread per process)
+import tuner.bench.threads  # noqa: F401,E402  (before numpy: one BLAS thread per process)
 
 import argparse  # noqa: E402
 import csv  # noqa: E402
@@ -98,7 +98,7 @@ def usable_problems(names: Iterable[str]) -> list[str]:
             continue
         table = name.removeprefix("lookup-")
         if name.startswith("lookup-") and table in LOOKUP_NAMES and not lookup_available(table):
-            print(f"note: skipping {name}: benchmarks/lookup.py or benchmarks/tables/{table}.csv "
+            print(f"note: skipping {name}: tuner/bench/lookup.py or tuner/bench/tables/{table}.csv "
                   "is not available yet")
             continue
         out.append(name)

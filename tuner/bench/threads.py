@@ -1,7 +1,7 @@
 """One BLAS thread per process, set before numpy is imported: the benchmarks and reproductions
 run several processes at once (a pool, or a shared machine), and each is one stream of work.
 
-    import benchmarks.threads  # noqa: F401  (first, before numpy)
+    import tuner.bench.threads  # noqa: F401  (first, before numpy)
 """
 
 import os

@@ -1,9 +1,9 @@
 """The learning-curve benchmark: runs that report their score every epoch, stopped early by each
 method's own rule, on one simulated worker pool and clock (``tuner.loop.simulator.simulate``).
 
-    python -m benchmarks.curves --quick                        # a few minutes
-    nice -n 19 python -m benchmarks.curves                     # docs/results/curves
-    python -m benchmarks.curves --report-only --out DIR        # tables and plot from runs.csv
+    python -m tuner.bench.curves --quick                        # a few minutes
+    nice -n 19 python -m tuner.bench.curves                     # docs/results/curves
+    python -m tuner.bench.curves --report-only --out DIR        # tables and plot from runs.csv
     (also: tuner bench curves ...)
 
 Problems (``CurveProblem``; synthetic families with run times that depend on the
@@ -18,19 +18,19 @@ configuration, ``tuner.loop.problems.CrossingCurves`` and its variants):
   (ours learn it as a constraint and stop runs by pace; the peers do not know it);
 * ``cnn-table``, ``logreg-table``, ``cnn-table-budget``: real per-epoch curves of the built-in
   CNN (80 epochs) and logistic regression (500, every 5th kept), 128 configurations x 2 seeds
-  (``benchmarks.curve_tables``; built by ``benchmarks.build_curve_tables``); the budgeted one at
+  (``tuner.bench.curve_tables``; built by ``tuner.bench.build_curve_tables``); the budgeted one at
   the median run time of the table.
 
 Per run (W workers, horizon H simulated seconds): the best *full-length* true score among runs
 that finished (within the budget, on a budgeted problem) by H/4, H/2 and H; the time to a target
 score (90 % of the way from the median random configuration to the best); the worker-seconds
 spent on runs that were stopped early and on runs over the budget; trials started.  Methods:
-``benchmarks.curve_peers``.  Rows are appended to ``runs.csv`` as runs finish (resumable).
+``tuner.bench.curve_peers``.  Rows are appended to ``runs.csv`` as runs finish (resumable).
 """
 
 from __future__ import annotations
 
-import benchmarks.threads  # noqa: F401,E402  (before numpy: one BLAS thread per process)
+import tuner.bench.threads  # noqa: F401,E402  (before numpy: one BLAS thread per process)
 
 import argparse  # noqa: E402
 import math  # noqa: E402
@@ -133,7 +133,7 @@ PROBLEMS = {
     "noisy": lambda: CurveProblem("noisy", CrossingCurves(epochs=27), noise_std=0.02),
     "crossing-budget": lambda: CurveProblem("crossing-budget", CrossingCurves(epochs=27),
                                             budgeted=True),
-    # real curves (benchmarks.build_curve_tables): the built-in CNN and logistic regression
+    # real curves (tuner.bench.build_curve_tables): the built-in CNN and logistic regression
     "cnn-table": lambda: _table("cnn"),
     "logreg-table": lambda: _table("logreg"),
     "cnn-table-budget": lambda: _table("cnn", budgeted=True),
@@ -247,7 +247,7 @@ def write_report(out: Path) -> str:
     write_table(out / "summary.csv", table)
     head = ("# Learning-curve benchmark\n\nBest full-length score by H/4, H/2 and H (bold: best "
             "or tied), median time to the target score (bold: fastest), worker-seconds on runs "
-            "stopped early and on runs over the budget. Command and problems: `benchmarks/curves.py`.\n")
+            "stopped early and on runs over the budget. Command and problems: `tuner/bench/curves.py`.\n")
     (out / "tables.md").write_text(head + text)
     _plot(rows, out)
     return head + text

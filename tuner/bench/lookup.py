@@ -1,6 +1,6 @@
 """Lookup tables of the trainables: accuracy and training time measured on a grid.
 
-    table = load_table("svm")              # built by ``python -m benchmarks.build_tables``
+    table = load_table("svm")              # built by ``python -m tuner.bench.build_tables``
     i = table.nearest({"C": 3.0, "gamma": 0.01})
     table.accuracy[i], table.train_time[i]
 
@@ -77,7 +77,7 @@ def load_table(name: str) -> LookupTable:
     if name not in NAMES:
         raise ValueError(f"unknown table {name!r}; allowed: {list(NAMES)}")
     if not available(name):
-        raise FileNotFoundError(f"table {name!r} not built: run python -m benchmarks.build_tables "
+        raise FileNotFoundError(f"table {name!r} not built: run python -m tuner.bench.build_tables "
                                 f"--only {name}")
     meta = json.loads((TABLES_DIR / f"{name}.json").read_text())
     with open(TABLES_DIR / f"{name}.csv", newline="") as fh:

@@ -50,7 +50,7 @@ PROJECT: dict[str, dict[str, Any]] = {
     "tuner-cbo": {**PAPER, "constraint_handler": "cbo"},   # constrained problems only
     "random": {"algorithm": "random", "n_initial": 1},
 }
-# the method ablation (benchmarks.ablation): each switch alone on the paper-exact rules, combined,
+# the method ablation (tuner.bench.ablation): each switch alone on the paper-exact rules, combined,
 # and moved away from the defaults
 ABLATION: dict[str, dict[str, Any]] = {
     "soft-0.01": {**PAPER, "censoring": "soft", "censor_noise": 0.01},
@@ -82,7 +82,7 @@ ABLATION: dict[str, dict[str, Any]] = {
     "default-round": {**DEFAULT, "discrete_search": "round"},
     "default-per-choice": {**DEFAULT, "categorical_lengthscale": "per-choice"},
     "default-linear-budget": {**DEFAULT, "budget_scale": "linear"},
-    # rough 5-8-D landscapes (issue 20): candidates, each alone on the defaults
+    # rough 5-8-D landscapes: candidates, each alone on the defaults
     "default-matern": {**DEFAULT, "kernel": "matern52"},
     "default-refit": {**DEFAULT, "refit_dense_until": 200},
     "default-starts10": {**DEFAULT, "n_starts": 10},
@@ -112,11 +112,11 @@ ABLATION: dict[str, dict[str, Any]] = {
     "default-matern-d1-until": {**DEFAULT, "kernel": "matern52", "constraint_kernel": "se",
                                 "n_initial": lambda p: len(p.space) + 1, "startup_until_result": True},
     "default-kauto-d1": {**DEFAULT, "kernel": "auto", "n_initial": lambda p: len(p.space) + 1},
-    # large studies (issue 22): copies of running trials allowed, as before running_correlation
+    # large studies: copies of running trials allowed, as before running_correlation
     "default-copies": {**DEFAULT, "running_correlation": None},
     # the L-BFGS-B starts one run each, as before refine: joint
     "default-refine-each": {**DEFAULT, "refine": "each"},
-    # log EI on the censored GP instead of the UCB (issue 20's candidate)
+    # log EI on the censored GP instead of the UCB (a candidate default)
     "default-ei": {**DEFAULT, "algorithm": "gp-ei-sdf"},
     "default-ei-matern": {**DEFAULT, "algorithm": "gp-ei-sdf", "kernel": "matern52"},
     "default-ei-matern-gse": {**DEFAULT, "algorithm": "gp-ei-sdf", "kernel": "matern52",

@@ -1,7 +1,7 @@
 """Paper 001 (BO-SDF) §6.2, Figs. 2-3, App. C.2: hyperparameter tuning of SVM, LR and CNN under
-stochastic and fixed delays, replayed on the lookup tables of ``benchmarks.build_tables``.
+stochastic and fixed delays, replayed on the lookup tables of ``tuner.bench.build_tables``.
 
-    python -m benchmarks.paper001_hpo [--runs N] [--T 105] [--quick] [--out DIR] [--cache DIR]
+    python scripts/reproduce/reproduce_paper001_hpo.py [--runs N] [--T 105] [--quick] [--out DIR] [--cache DIR]
 
 Objective: validation accuracy from the table at the grid point nearest to the proposed
 configuration (``LookupTable.nearest``, unit-cube distance); the optimizers search the
@@ -27,7 +27,7 @@ Protocol (the conventions of ``scripts/reproduce/reproduce_bosdf_synthetic.py``)
 
 from __future__ import annotations
 
-import benchmarks.threads  # noqa: F401,E402  (before numpy: one BLAS thread per process)
+import tuner.bench.threads  # noqa: F401,E402  (before numpy: one BLAS thread per process)
 
 import argparse  # noqa: E402
 import sys  # noqa: E402
@@ -43,8 +43,8 @@ from tuner import PAPER_EXACT, Optimizer, Settings  # noqa: E402
 from tuner.core.persist import write_table  # noqa: E402
 from tuner.loop.simulator import simulate  # noqa: E402
 
-from .lookup import NAMES, load_table  # noqa: E402
-from .metrics import mean_se  # noqa: E402
+from tuner.bench.lookup import NAMES, load_table  # noqa: E402
+from tuner.bench.metrics import mean_se  # noqa: E402
 
 SDF = ("gp-ucb-sdf", "gp-ts-sdf")
 GROUPS: dict[str, tuple[str, ...]] = {"ucb": ("gp-ucb-sdf", "gp-ucb", "gp-bucb"),
@@ -111,7 +111,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--cache", type=Path, default=None,
                     help="directory keeping each run's curve; runs found there are not redone")
     args = ap.parse_args(argv)
-    args.command = " ".join(["python -m benchmarks.paper001_hpo",
+    args.command = " ".join(["python scripts/reproduce/reproduce_paper001_hpo.py",
                              *(sys.argv[1:] if argv is None else argv)])
     if args.quick:
         args.runs, args.T = min(args.runs, 2), min(args.T, 30)

@@ -2,7 +2,7 @@
 each variant's median best feasible score and on how many seeds it beat or lost to the
 reference's run with the same seed (same simulated clock and run times: a paired comparison).
 
-    python -m benchmarks.paired RUNS.csv [RUNS.csv ...] --base tuner [--methods A B] [--out paired.md]
+    python -m tuner.bench.paired RUNS.csv [RUNS.csv ...] --base tuner [--methods A B] [--out paired.md]
 
 Several runs.csv files are read as one (e.g. a variant's runs beside the reference's).
 """
@@ -81,7 +81,7 @@ def table(cells: dict[Cell, list[dict[str, Any]]], base: str,
 
 def main(argv: Sequence[str] | None = None) -> str:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("runs", nargs="+", help="runs.csv files of benchmarks.compare")
+    ap.add_argument("runs", nargs="+", help="runs.csv files of tuner.bench.compare")
     ap.add_argument("--base", default="tuner", help="the reference method (default: tuner)")
     ap.add_argument("--methods", nargs="*", default=None, help="the variants to show (default: all)")
     ap.add_argument("--out", default=None, help="write the table here (markdown) as well")

@@ -1,1 +1,0 @@
-"""Benchmarks: the side-by-side harness, its problems and the paper reproductions."""
