@@ -7,10 +7,25 @@ import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Any, Mapping
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def optimizer(space: Any, base: Mapping[str, Any] | None = None, **kw: Any) -> Any:
+    """An Optimizer with settings and research switches given by name, flat, as the harness's
+    variants give them (``base``: e.g. ``PAPER_EXACT``, then ``kw``): the switches go in as
+    ``research=``, the rest (settings, ``clock``, ``domain``...) as keywords."""
+    from tuner import Optimizer
+    from tuner.core.research import GROUP_OF
+
+    from tuner.core.settings import by_name
+
+    flat = {**by_name(base or {}), **by_name(kw)}
+    research = {k: flat.pop(k) for k in list(flat) if k in GROUP_OF}
+    return Optimizer(space, research=research, **flat)
 
 
 def load_script(path: str) -> ModuleType:

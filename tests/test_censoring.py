@@ -1,6 +1,7 @@
 import numpy as np
 import pytest
 
+from conftest import optimizer
 from tuner.core.optimizer import Optimizer
 from tuner.core.settings import PAPER_EXACT, Settings
 from tuner.loop.simulator import SimClock
@@ -12,7 +13,7 @@ def make(**kw):
     """Paper 001's censoring (eq. 1 as printed), whatever the product's defaults."""
     clock = SimClock()
     kw.setdefault("objective_bounds", (0.0, 1.0))
-    return Optimizer(SPACE, Settings(**PAPER_EXACT), clock=clock, seed=0, **kw), clock
+    return optimizer(SPACE, PAPER_EXACT, clock=clock, seed=0, **kw), clock
 
 
 def test_pending_trials_enter_at_the_minimum_and_results_replace_it():

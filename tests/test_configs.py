@@ -36,21 +36,23 @@ def test_a_study_chooses_its_warp_unless_its_config_says_otherwise():
 
     base = {"study": "warp", "trainable": "logreg",
             "space": {"C": {"type": "float", "low": 0.01, "high": 10.0}}}
-    study = load_study(base).settings
-    assert (study.output_warp, study.kernel, study.noise_floor, study.believe_past,
-            study.finish_by_deadline, study.startup_until_result,
-            study.n_initial) == ("auto", "matern52", 1e-3, 3, True, True, "lean")
+    study = load_study(base).settings.flat()
+    assert (study["output_warp"], study["kernel"], study["noise_floor"], study["believe_past"],
+            study["finish_by_deadline"], study["startup_until_result"],
+            study["n_initial"]) == ("auto", "matern52", 1e-3, 3, True, True, "lean")
     assert load_study({**base, "optimizer": {"n_initial": "auto"}}).settings.n_initial == "auto"
     assert load_study({**base, "optimizer": {"output_warp": "none"}}).settings.output_warp == "none"
-    assert load_study({**base, "optimizer": {"believe_past": None}}).settings.believe_past is None
-    assert (Settings().output_warp, Settings().kernel, Settings().noise_floor,
-            Settings().believe_past, Settings().finish_by_deadline,
-            Settings().startup_until_result, Settings().n_initial) == ("none", "se", 1e-6, None,
-                                                                       False, False, "auto")
+    asked = load_study({**base, "optimizer": {"research": {"believe_past": None}}}).settings
+    assert asked.research.censored.believe_past is None
+    bare = Settings().flat()
+    assert (bare["output_warp"], bare["kernel"], bare["noise_floor"], bare["believe_past"],
+            bare["finish_by_deadline"], bare["startup_until_result"],
+            bare["n_initial"]) == ("none", "se", 1e-6, None, False, False, "auto")
     line = {"x": {"type": "float", "low": 0, "high": 1}}
-    searched = TunerSearch(metric="loss", mode="min", space=line).optimizer.settings
-    assert (searched.output_warp, searched.kernel, searched.noise_floor, searched.believe_past,
-            searched.finish_by_deadline, searched.startup_until_result, searched.n_initial) == (
+    searched = TunerSearch(metric="loss", mode="min", space=line).optimizer.settings.flat()
+    assert (searched["output_warp"], searched["kernel"], searched["noise_floor"],
+            searched["believe_past"], searched["finish_by_deadline"],
+            searched["startup_until_result"], searched["n_initial"]) == (
                 "auto", "matern52", 1e-3, 3, True, True, "lean")
     told = TunerSearch(metric="loss", mode="min", space=line, output_warp="none")
     assert told.optimizer.settings.output_warp == "none"
@@ -90,7 +92,7 @@ def test_thompson_sampling_with_a_context_starts_without_the_rank_warp():
     told = {"optimizer": {"algorithm": "gp-ts-sdf", "output_warp": "copula"}}
     assert load_study({**base, **told, "context": {"rows": 100}}).settings.output_warp == "copula"
     other = load_study({**base, **ts, "context": {"rows": 100}}).settings
-    assert (other.kernel, other.noise_floor) == ("matern52", 1e-3)
+    assert (other.kernel, other.research.model.noise_floor) == ("matern52", 1e-3)
     line = {"x": {"type": "float", "low": 0, "high": 1}}
     searched = TunerSearch(metric="loss", mode="min", space=line, algorithm="gp-ts-sdf",
                            context_space={"rows": {"type": "float", "low": 1, "high": 1000}},
@@ -106,7 +108,8 @@ def test_numbers_written_as_1e_minus_3_are_numbers_in_a_study_file(tmp_path):
     path = tmp_path / "study.yaml"
     path.write_text("study: s\ntrainable: logreg\n"
                     "space: {lr: {type: float, low: 1e-6, high: 1, log: true}}\n"
-                    "optimizer: {noise_floor: 1e-3, lengthscale: 2E-1}\n")
+                    "optimizer: {research: {noise_floor: 1e-3, lengthscale: 2E-1}}\n")
     cfg = load_study(path)
     assert cfg.space["lr"]["low"] == 1e-6
-    assert (cfg.settings.noise_floor, cfg.settings.lengthscale) == (1e-3, 0.2)
+    model = cfg.settings.research.model
+    assert (model.noise_floor, model.lengthscale) == (1e-3, 0.2)

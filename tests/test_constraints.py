@@ -3,6 +3,7 @@ import math
 import numpy as np
 import pytest
 
+from conftest import optimizer
 from tuner import PAPER_EXACT, Optimizer, Settings
 from tuner.core.acquisition import probability_feasible
 from tuner.core.constraints import CBO
@@ -21,7 +22,7 @@ def make(**kw):
     clock = SimClock()
     kw.setdefault("objective_bounds", (0.0, 1.0))
     kw.setdefault("seed", 0)
-    return Optimizer(LINE, Settings(**PAPER_EXACT), clock=clock, **kw), clock
+    return optimizer(LINE, PAPER_EXACT, clock=clock, **kw), clock
 
 
 # --- multipliers against hand computations --------------------------------------------------------
@@ -243,7 +244,7 @@ def test_log_ei_improves_on_the_best_feasible_result_not_on_an_infeasible_one():
     """Constrained EI (Gardner et al. 2014): with f = x and x <= 0.6 feasible, a result at 0.95
     is the largest but infeasible; improving on it would send the search past the limit."""
     opt = Optimizer(LINE, algorithm="gp-ei-sdf", domain=GRID, objective_bounds=(0.0, 1.0),
-                    n_initial=0, constraints=[COST], clock=SimClock(), seed=0, lengthscale=0.3)
+                    n_initial=0, constraints=[COST], clock=SimClock(), seed=0, research={"lengthscale": 0.3})
     for x in (0.05, 0.3, 0.5, 0.7, 0.95):
         opt.tell(opt.suggest(config={"x": x}).trial_id, x, metrics={"cost": x})
     assert 0.5 < opt.suggest().config["x"] <= 0.6
@@ -314,7 +315,7 @@ def test_a_budget_on_the_log_scale_keeps_the_feasible_set_and_paper_settings_kee
     cons = [{"metric": "runtime", "limit": 10.0, "type": "budget", "runtime": True}]
     space = {"x": {"type": "float", "low": 0.0, "high": 1.0}}
     log = Optimizer(space, Settings(constraints=cons)).constraints[0]
-    ratio = Optimizer(space, Settings(**PAPER_EXACT, constraints=cons)).constraints[0]
+    ratio = Optimizer(space, Settings.from_dict({**PAPER_EXACT, "constraints": cons})).constraints[0]
     runs = np.array([0.5, 5.0, 9.99, 10.0, 10.01, 30.0, 400.0])
     assert np.allclose(log.g(runs), np.log(runs / 10.0))               # 0.5 / 10 = the floor
     assert np.allclose(ratio.g(runs), runs / 10.0 - 1.0)
@@ -334,8 +335,7 @@ def test_a_budget_on_the_mean_run_time_counts_the_log_normal_noise():
     times = 9.7 * np.exp(0.3 * norm.ppf((np.arange(100) + 0.5) / 100))
     pof, shift = {}, {}
     for bound in ("median", "mean"):
-        opt = Optimizer(LINE, constraints=cons, clock=SimClock(), seed=0, n_initial=0,
-                        budget_bound=bound)
+        opt = Optimizer(LINE, constraints=cons, clock=SimClock(), seed=0, n_initial=0, research={"budget_bound": bound})
         for t in times:
             opt.tell(opt.suggest(config={"x": 0.5}).trial_id, 0.5, metrics={"runtime": float(t)})
         s = opt.suggest()                                        # a choice: the GPs are fitted
@@ -352,7 +352,7 @@ def test_a_budget_on_the_mean_run_time_counts_the_log_normal_noise():
 
 def _all_infeasible(running: bool, **kw) -> Optimizer:
     """g = cost - 0.6 = 0.8 at x = 0, 0.1, 0.2; with ``running`` a trial runs at x = 0.3."""
-    opt = Optimizer(LINE, constraints=[COST], objective_bounds=(0.0, 1.0), clock=SimClock(), seed=0,
+    opt = optimizer(LINE, constraints=[COST], objective_bounds=(0.0, 1.0), clock=SimClock(), seed=0,
                     n_initial=0, **kw)
     for x in (0.0, 0.1, 0.2):
         opt.tell(opt.suggest(config={"x": x}).trial_id, 0.5, metrics={"cost": 1.4})

@@ -4,6 +4,7 @@ with the context, keep censoring and constraints, and are saved and resumed like
 import numpy as np
 import pytest
 
+from conftest import optimizer
 from tuner import Optimizer
 from tuner.core.kernels import SquaredExponential, make_kernel
 from tuner.core.space import SpaceError
@@ -20,7 +21,7 @@ def g(x, z):
 
 def trained(algorithm="gp-ucb-sdf", n=40, value=g, objective_bounds=(-1, 0), **kw):
     """An optimizer told ``value`` (g unless given) at contexts 0.2 and 0.8 only."""
-    opt = Optimizer(LINE, context_space=Z, algorithm=algorithm, seed=0,
+    opt = optimizer(LINE, context_space=Z, algorithm=algorithm, seed=0,
                     objective_bounds=objective_bounds, clock=SimClock(), **kw)
     rng = np.random.default_rng(0)
     for _ in range(n):
@@ -256,7 +257,7 @@ def test_at_a_context_without_a_result_the_choice_is_the_posterior_mean_best():
     mean at z_t (no exploration term); once one has, UCB again.  "ucb" is paper 001's rule."""
     from tuner import PAPER_EXACT, Settings
 
-    assert Settings(**PAPER_EXACT).new_context == "ucb"
+    assert Settings.from_dict(PAPER_EXACT).research.search.new_context == "ucb"
     opt = trained()
     s = opt.suggest(context={"z": 0.5})              # no result at 0.5 yet
     assert opt.last_nu == 0.0

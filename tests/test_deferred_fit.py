@@ -25,7 +25,8 @@ def f(c):
 def make(**kw):
     kw.setdefault("fit_max_points", 6)
     kw.setdefault("refit_apply", "next")
-    return Optimizer(SPACE, Settings(refit_every=3, seed=4, n_candidates=256, **kw), clock=SimClock())
+    return Optimizer(SPACE, Settings.from_dict({"refit_every": 3, "seed": 4, "n_candidates": 256, **kw}),
+                     clock=SimClock())
 
 
 def run(opt, n, running=3, live=None):
@@ -170,15 +171,16 @@ def test_constraint_models_defer_their_fits_too():
 
 
 def test_the_default_and_paper_exact_apply_each_fit_at_once():
-    assert Settings().refit_apply == Settings(**PAPER_EXACT).refit_apply == "now"
-    opt = Optimizer(SPACE, Settings(**{**PAPER_EXACT, "fit_max_points": 6}), seed=1, clock=SimClock())
+    paper = Settings.from_dict(PAPER_EXACT)
+    assert Settings().research.fitting.refit_apply == paper.research.fitting.refit_apply == "now"
+    opt = Optimizer(SPACE, Settings.from_dict({**PAPER_EXACT, "fit_max_points": 6}), seed=1, clock=SimClock())
     run(opt, 30)
     assert opt.objective.deferred is None and opt.objective.fit_n > 6
 
 
 def test_a_bad_value_names_the_field_and_the_choices():
     with pytest.raises(ValueError, match=r"refit_apply.*next.*now"):
-        Settings(refit_apply="later").validate()
+        Settings(research={"refit_apply": "later"}).validate()
 
 
 def test_a_study_that_starts_with_many_results_fits_at_once_first():

@@ -9,6 +9,7 @@ import time
 import numpy as np
 import pytest
 
+from conftest import optimizer
 from tuner import Optimizer
 from tuner.core.trial import Status
 from tuner.loop.loop import Limits, LoopCallback, Result, StudyLoop
@@ -46,7 +47,7 @@ def run(objective, durations, limits, **opt_kw):
     """A loop over a simulated backend whose k-th trial takes durations[k] seconds."""
     it = iter(durations)
     backend = CountingBackend(objective, lambda c, rng: next(it), np.random.default_rng(0))
-    opt = Optimizer(LINE, algorithm="random", seed=0, clock=backend.clock, **opt_kw)
+    opt = optimizer(LINE, algorithm="random", seed=0, clock=backend.clock, **opt_kw)
     rec = Recorder()
     loop = StudyLoop(opt, backend, limits, callbacks=[rec])
     assert loop.run() is True
@@ -167,7 +168,7 @@ def test_a_non_finite_constraint_value_fails_the_trial_and_the_multiplier_stays_
                                np.random.default_rng(0))
     opt = Optimizer(LINE, algorithm="gp-ucb", seed=0, clock=backend.clock, n_initial=2,
                     constraints=[{"metric": "cost", "limit": 1.0, "type": "upper"}],
-                    constraint_handler="rpol", n_candidates=64, n_local=8)
+                    constraint_handler="rpol", n_candidates=64, research={"n_local": 8})
     rec = Recorder()
     assert StudyLoop(opt, backend, Limits(10, slots=1), callbacks=[rec]).run()
     assert rec.outcomes[0].status == Status.FAILED and "not finite" in rec.outcomes[0].reason

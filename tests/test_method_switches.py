@@ -11,6 +11,7 @@ from scipy.stats import qmc
 from sklearn.gaussian_process import GaussianProcessRegressor
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel
 
+from conftest import optimizer
 from tuner import PAPER_EXACT, Optimizer, Settings
 from tuner.core.trial import Status
 from tuner.core.gp import GaussianProcess, Hyperparameters, Posterior, SoftCensoredPosterior
@@ -29,7 +30,7 @@ def make(space=LINE, **kw):
     clock = SimClock()
     kw.setdefault("objective_bounds", (0.0, 1.0))
     kw.setdefault("seed", 0)
-    return Optimizer(space, clock=clock, **kw), clock
+    return optimizer(space, clock=clock, **kw), clock
 
 
 # --- soft censoring -----------------------------------------------------------------------------
@@ -163,7 +164,7 @@ def test_running_objective_blend_keeps_a_known_result_and_the_minimum_where_noth
     y = mu[0] * (1.0 - var[0] / gp.hyper.amplitude)            # y_min = 0 (objective_bounds)
     assert 0.05 < y < mu[0] - 0.05
     hand = soft_view(gp, np.array([0.3, 0.9, 0.5]), np.array([[0.47]]), np.array([y]),
-                     opt_b.settings.censor_noise)
+                     opt_b.settings.research.censored.censor_noise)
     assert np.allclose(post_b.predict(GRID)[0], hand.predict(GRID)[0], atol=1e-9)
 
 
@@ -371,7 +372,7 @@ def test_random_fraction_spends_that_share_of_the_choices_away_from_the_peak():
 
 def test_random_fraction_must_be_below_one():
     with pytest.raises(ValueError, match=r"random_fraction.*\[0, 1\)"):
-        Settings(random_fraction=1.0).validate()
+        Settings(research={"random_fraction": 1.0}).validate()
 
 
 def test_startup_until_result_keeps_to_sobol_while_no_result_has_arrived():
@@ -512,7 +513,7 @@ def test_rpol_constraint_estimate_option(g, shift):
 ])
 def test_bad_switches_name_the_field_and_allowed_values(kw, words):
     with pytest.raises(ValueError) as err:
-        Optimizer(LINE, **kw)
+        optimizer(LINE, **kw)
     assert all(w in str(err.value) for w in words)
 
 
@@ -662,9 +663,10 @@ def test_the_noise_floor_bounds_the_objective_gps_fitted_noise_from_below():
 # --- the paper-exact settings -------------------------------------------------------------------
 
 def test_paper_exact_settings_are_001_app_c_whatever_the_defaults():
-    paper = Settings(**PAPER_EXACT)
-    assert (paper.censoring, paper.kernel, paper.n_initial, paper.refit_every) == ("hard", "se", 1, 10)
-    assert (paper.prior_mean, paper.delay_lambda_power, paper.refit_dense_until) == ("zero", 0.0, 0)
+    paper = Settings.from_dict(PAPER_EXACT)
+    r = paper.research
+    assert (r.censored.censoring, paper.kernel, paper.n_initial, paper.refit_every) == ("hard", "se", 1, 10)
+    assert (r.model.prior_mean, r.exploration.delay_lambda_power, r.fitting.refit_dense_until) == ("zero", 0.0, 0)
     assert paper.constraint_handler == "rpol" and paper.handler_options == {}
     opt, _ = make(**PAPER_EXACT)
     opt.suggest()
@@ -683,9 +685,11 @@ def test_a_state_saved_before_the_new_switches_resumes_with_the_rules_it_ran_wit
         opt.tell(s.trial_id, float(opt.trials[s.trial_id].x[0]))
     opt.suggest()
     state = opt.state_dict()
-    for key in ("censoring", "censor_noise", "delay_lambda_power", "prior_mean",
-                "refit_dense_until", "lengthscale_prior"):
-        del state["settings"][key]
+    # saved flat, as then, without the switches that did not exist yet
+    state["settings"] = {k: v for k, v in opt.settings.flat().items() if k not in (
+        "censoring", "censor_noise", "delay_lambda_power", "prior_mean", "refit_dense_until",
+        "lengthscale_prior")}
     again = Optimizer.from_state(state, clock=clock)
-    assert again.settings.censoring == "hard" and again.settings.lengthscale_prior is False
+    research = again.settings.research
+    assert research.censored.censoring == "hard" and research.fitting.lengthscale_prior is False
     assert opt.suggest().config == again.suggest().config

@@ -3,6 +3,7 @@ import json
 import numpy as np
 import pytest
 
+from conftest import optimizer
 from tuner import ALGORITHMS, Optimizer
 from tuner.core.gp import GaussianProcess, Hyperparameters, Posterior
 from tuner.core.kernels import SquaredExponential
@@ -39,7 +40,7 @@ def test_each_acquisition_picks_the_argmax_of_its_estimate(algo):
     D = np.linspace(0, 1, 51)[:, None]
     opt = Optimizer({"x": {"type": "float", "low": 0, "high": 1}}, algorithm=algo, domain=D,
                     objective_bounds=(0, 1), window=100, n_initial=0, clock=SimClock(), seed=3,
-                    beta=0.5, b_y=0.0)
+                    beta=0.5, research={"b_y": 0.0})
     for x, v in [(0.1, 0.2), (0.5, 0.9), (0.9, 0.3)]:
         opt.tell(opt.suggest(config={"x": x}).trial_id, v)
     state = opt.rng.bit_generator.state
@@ -186,7 +187,7 @@ def test_workers_are_kept_busy():
 ])
 def test_bad_settings_name_the_field_and_allowed_values(kw, words):
     with pytest.raises(ValueError) as err:
-        Optimizer(MIXED, **kw)
+        optimizer(MIXED, **kw)
     for w in words:
         assert w in str(err.value)
 

@@ -188,7 +188,7 @@ def test_pace_budget_waits_until_the_jitter_of_the_step_times_cannot_explain_the
 def test_a_stopped_run_is_censored_at_the_value_it_reached():
     """Optimizer.report: the censored target of a running or stopped trial is its last reported
     value (normalized), not the minimum; the paper's eq. 1 (censor_at_partial off) keeps 0."""
-    for settings, expect in ((Settings(), 0.6), (Settings(**PAPER_EXACT), 0.0)):
+    for settings, expect in ((Settings(), 0.6), (Settings.from_dict(PAPER_EXACT), 0.0)):
         opt = Optimizer({"x": {"type": "float", "low": 0.0, "high": 1.0}}, settings,
                         objective_bounds=(0.0, 1.0), clock=lambda: 0.0)
         a, b = opt.suggest().trial_id, opt.suggest().trial_id

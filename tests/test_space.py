@@ -125,8 +125,8 @@ def test_local_search_reaches_the_discrete_optimum_that_rounding_misses():
 def test_paper_exact_settings_round_instead_of_searching():
     from tuner import PAPER_EXACT, Settings
 
-    assert Settings().discrete_search == "local"
-    assert Settings(**PAPER_EXACT).discrete_search == "round"
+    assert Settings().research.search.discrete_search == "local"
+    assert Settings.from_dict(PAPER_EXACT).research.search.discrete_search == "round"
 
 
 def test_a_categorical_gets_one_lengthscale_by_default_and_one_per_choice_as_before():
@@ -139,7 +139,7 @@ def test_a_categorical_gets_one_lengthscale_by_default_and_one_per_choice_as_bef
     f = {"a": 0.0, "b": 0.2, "c": 0.9, "d": 0.95}
     fitted = {}
     for mode in ("shared", "per-choice"):
-        opt = Optimizer(space, categorical_lengthscale=mode, refit_every=1, seed=0)
+        opt = Optimizer(space, refit_every=1, seed=0, research={"categorical_lengthscale": mode})
         for _ in range(14):
             s = opt.suggest()
             opt.tell(s.trial_id, f[s.config["act"]] + 0.3 * s.config["x"])

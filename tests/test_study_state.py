@@ -227,19 +227,20 @@ def test_resume_after_an_upgrade_that_changed_a_default_keeps_the_studys_setting
                            "optimizer": optimizer})
 
     today = config()
-    old_default = today.settings.fit_max_points * 2          # what an earlier version had
-    before = dataclasses.replace(today, settings=Settings(fit_max_points=old_default))
+    old_default = today.settings.research.fitting.fit_max_points * 2   # an earlier version's
+    before = dataclasses.replace(today, settings=Settings(research={"fit_max_points": old_default}))
     clock = Clock()
     optimizer, runner, out = resumed_after_an_upgrade(before, today, clock)
-    assert optimizer.settings.fit_max_points == old_default
-    assert runner.cfg.settings.fit_max_points == old_default   # what is saved and logged from now
+    assert optimizer.settings.research.fitting.fit_max_points == old_default
+    assert runner.cfg.settings.research.fitting.fit_max_points == old_default   # saved and logged from now
     said = out.getvalue()
     assert "--resume: the study keeps the settings it started with: " in said
-    assert (f"optimizer.fit_max_points = {old_default} "
-            f"(the default is now {today.settings.fit_max_points})") in said
+    assert (f"optimizer.research.fit_max_points = {old_default} "
+            f"(the default is now {today.settings.research.fitting.fit_max_points})") in said
 
-    asked = config(fit_max_points=300)
-    with pytest.raises(ConfigError, match=r"the config changed \['optimizer: fit_max_points'\]"):
+    asked = config(research={"fit_max_points": 300})
+    with pytest.raises(ConfigError,
+                       match=r"the config changed \['optimizer: research.fit_max_points'\]"):
         StudyRunner(asked, executor=None, make_tracker=None, resume=True, clock=clock)._prepare()
 
 

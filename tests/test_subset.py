@@ -6,6 +6,7 @@ import json
 import numpy as np
 import pytest
 
+from conftest import optimizer
 from tuner import Optimizer, Settings
 from tuner.core.subset import choose_subset
 from tuner.loop.simulator import SimClock
@@ -80,7 +81,7 @@ def test_exact_until_none_keeps_every_trial_and_the_default_keeps_one_factor():
     assert not opt.subset_active and opt.objective.gp_done.n == 80 - len(live)
     # soft censoring (the default) needs no GP over every started trial
     assert opt.objective.gp_all.n == 0
-    hard = Optimizer(SPACE, objective_bounds=(-1.0, 0.0), seed=0, clock=SimClock(), censoring="hard")
+    hard = Optimizer(SPACE, objective_bounds=(-1.0, 0.0), seed=0, clock=SimClock(), research={"censoring": "hard"})
     run(hard, 20)
     assert hard.objective.gp_all.n == 20
 
@@ -128,7 +129,7 @@ def test_a_batch_for_workers_that_freed_at_once_spreads_out():
     best, not one argmax k times, which is what a sure GP gives when copies of a running trial
     are allowed (``running_correlation: None``, paper 001's rule)."""
     def batch(**kw):
-        opt = Optimizer(SPACE, objective_bounds=(-1.0, 0.0), seed=0, clock=SimClock(), **kw)
+        opt = optimizer(SPACE, objective_bounds=(-1.0, 0.0), seed=0, clock=SimClock(), **kw)
         for _ in range(12):
             s = opt.suggest()
             opt.tell(s.trial_id, f(s.config))

@@ -18,7 +18,7 @@ from tuner.loop.problems import CrossingCurves
 EPOCHS = 9
 CURVES = CrossingCurves(epochs=EPOCHS)
 SPACE = {"lr": tune.loguniform(1e-4, 1.0), "width": tune.lograndint(8, 256)}
-FAST = dict(n_candidates=128, n_local=16, n_starts=1)
+FAST = dict(n_candidates=128, research={"n_local": 16, "n_starts": 1})
 
 
 def drive(scheduler, trials, configs, workers=3, search=None):

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.slow      # real MLflow / Ray processes: `pytest -m "no
 # Ray workers cannot import this test module: ship its functions (the trainables) by value.
 ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
-FAST = dict(n_candidates=256, n_local=32, n_starts=1)   # cheaper suggestions; same code paths
+FAST = dict(n_candidates=256, research={"n_local": 32, "n_starts": 1})   # cheaper suggestions; same code paths
 
 
 def quadratic(config):
@@ -428,8 +428,7 @@ def test_trials_stopped_early_by_asha_are_censored_not_told(ray_session, tmp_pat
     # furthest so far (seen once in CI); with max_t it is exact, as tested here.
     from ray.tune.schedulers import ASHAScheduler
 
-    searcher = TunerSearch(metric="loss", mode="min", seed=0, n_candidates=128, n_local=16,
-                           max_t=max_t)
+    searcher = TunerSearch(metric="loss", mode="min", seed=0, n_candidates=128, max_t=max_t, research={"n_local": 16})
     results = run(tmp_path, stepwise, searcher, {"x": tune.uniform(-1.0, 1.0)}, 12, concurrency=4,
                   name=f"asha{max_t}", scheduler=ASHAScheduler(metric="loss", mode="min", max_t=8,
                                                                grace_period=1, reduction_factor=2))

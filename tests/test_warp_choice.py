@@ -6,6 +6,7 @@ import json
 import numpy as np
 import pytest
 
+from conftest import optimizer
 from tuner import Optimizer
 from tuner.core.gp import GaussianProcess, Hyperparameters, Posterior
 from tuner.core.kernels import Matern52
@@ -34,7 +35,7 @@ def rarely_diverging(x, y):
 
 def auto_run(f, n=30, seed=0, rule="none-or-copula", **kw):
     opt = Optimizer(SQUARE, clock=SimClock(), seed=seed, objective_bounds=None, output_warp=rule,
-                    kernel="matern52", noise_floor=1e-3, n_initial=8, **kw)
+                    kernel="matern52", n_initial=8, **kw, research={"noise_floor": 1e-3})
     choices = []
     for _ in range(n):
         s = opt.suggest()
@@ -130,7 +131,7 @@ def test_tail_or_copula_compares_the_tails_gp_in_its_box_with_the_copulas_in_its
     """The base targets are the tail warp's (not the plain scores), fit with the Optimizer's
     noise floor; the copula's with ``noise_floor``."""
     opt = Optimizer(SQUARE, clock=SimClock(), seed=0, objective_bounds=None, output_warp="tail-or-copula",
-                    kernel="matern52", noise_floor=1e-3, n_initial=8)
+                    kernel="matern52", n_initial=8, research={"noise_floor": 1e-3})
     seen, score = [], warp_choice.loo_rank_score
 
     def spy(kernel, X, y, start, rng, bounds, *rest):
@@ -185,8 +186,8 @@ def test_while_a_choice_is_kept_the_suggestions_are_those_of_its_fixed_warp(rule
     Optimizer's noise floor."""
     chooser, choices = auto_run(f, n=30, rule=rule)
     assert len(set(choices)) == 1
-    same = Optimizer(SQUARE, clock=SimClock(), seed=0, objective_bounds=None, kernel="matern52", n_initial=8,
-                     **fixed)
+    same = optimizer(SQUARE, clock=SimClock(), seed=0, objective_bounds=None, kernel="matern52",
+                     n_initial=8, **fixed)
     for tr in chooser.trials:
         s = same.suggest()
         assert s.config == tr.config

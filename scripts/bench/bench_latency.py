@@ -115,7 +115,7 @@ def one(args: argparse.Namespace) -> None:
     if which == "ours":
         time_ours(20, 2, 1, args.seed)
         s = Settings()
-        cycle = refit_interval(s.refit_every, s.refit_growth, n)     # one refit per cycle
+        cycle = refit_interval(s.refit_every, s.research.fitting.refit_growth, n)     # one refit per cycle
         times = time_ours(n, d, max(args.reps, cycle), args.seed, pending=args.pending)
     else:
         time_optuna(20, 2, 1, args.seed)
@@ -165,7 +165,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--pending", type=int, default=0, help="trials left running during the timing")
     ap.add_argument("--against-paper", action="store_true",
-                    help="time the default Settings and Settings(**PAPER_EXACT) in the same run "
+                    help="time the default Settings and Settings.from_dict(PAPER_EXACT) in the same run "
                          "instead of Optuna")
     ap.add_argument("--against-settings", metavar="JSON",
                     help="time the default Settings and the default with these overrides in the "
@@ -181,13 +181,13 @@ def main() -> None:
         return one(args)
     if args.against_paper:     # the default settings against the paper-exact ones
         return side_by_side(args, "against_paper", ("paper-exact", "default"),
-                            {"settings": Settings(**PAPER_EXACT)}, {})
+                            {"settings": Settings.from_dict(PAPER_EXACT)}, {})
     if args.against_settings:  # the default against the default with some settings changed
         return side_by_side(args, "against_settings", ("default", args.against_settings),
-                            {}, {"settings": Settings(**json.loads(args.against_settings))})
+                            {}, {"settings": Settings.from_dict(json.loads(args.against_settings))})
     if args.against_context:   # one context dimension against none (paper 001 §5)
         kernel = {} if args.context_kernel is None else {
-            "settings": Settings(context_kernel=args.context_kernel)}
+            "settings": Settings(research={"context_kernel": args.context_kernel})}
         return side_by_side(args, "against_context", ("no context", "with a context"),
                             {}, {"context": True, **kernel})
     import optuna

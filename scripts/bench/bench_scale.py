@@ -30,9 +30,9 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from tuner.bench.compare import read_rows as rows  # noqa: E402
+from tuner import Optimizer, Settings  # noqa: E402
 from tuner.bench.peers import make_method  # noqa: E402
 from tuner.bench.problems import get_problem  # noqa: E402
-from tuner import Optimizer  # noqa: E402
 from tuner.core.persist import append_row  # noqa: E402
 from tuner.loop.simulator import RunTime, simulate  # noqa: E402
 
@@ -57,7 +57,7 @@ def run(problem: str, method: str, seed: int, workers: int, n_trials: int,
         warnings.simplefilter("ignore")
         opt = make_method(method, p, seed)
         if overrides:
-            opt = Optimizer(p.space, opt.settings, **overrides)
+            opt = Optimizer(p.space, Settings.from_dict({**opt.settings.flat(), **overrides}))
         w, c = time.perf_counter(), time.process_time()
         res = simulate(opt, p, RunTime(p.mean_runtime, p.cv), n_trials=n_trials, workers=workers,
                        noise_std=p.noise_std, seed=1000 + seed)

@@ -115,12 +115,14 @@ def one_run(args: tuple) -> tuple:
     fn = gp_sample_1d(1000, 0.02, seed=1000 + run)
     window = m if algo in SDF else None
     if algo == "default":
-        opt = Optimizer(fn.space, objective_bounds=(0.0, 1.0), domain=fn.grid[:, None], seed=run,
-                        **DEFAULT_OVERRIDES)
+        opt = Optimizer(fn.space, Settings.from_dict({"objective_bounds": (0.0, 1.0), "seed": run,
+                                                      **DEFAULT_OVERRIDES}),
+                        domain=fn.grid[:, None])
     else:
-        opt = Optimizer(fn.space, Settings(**PAPER_EXACT), algorithm=algo, objective_bounds=(0.0, 1.0),
-                        window=float(m) if algo in SDF else float("inf"), nu_terms=nu, beta=1.0,
-                        n_initial=N_INITIAL, domain=fn.grid[:, None], seed=run)
+        opt = Optimizer(fn.space, Settings.from_dict({
+            **PAPER_EXACT, "algorithm": algo, "objective_bounds": (0.0, 1.0),
+            "window": float(m) if algo in SDF else float("inf"), "nu_terms": nu, "beta": 1.0,
+            "n_initial": N_INITIAL, "seed": run}), domain=fn.grid[:, None])
     delay = PaperDelays(kind, value, window)
     t0 = time.perf_counter()
     res = simulate(opt, fn, delay, T, noise_std=noise, seed=run, f_opt=fn.f_opt)

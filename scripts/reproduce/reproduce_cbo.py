@@ -47,10 +47,11 @@ def one_run(args: tuple) -> tuple:
     B, G = max(abs(lo), abs(hi)), float(np.abs(p.g_values).max())
     slack = max(-float(p.g_values.min()), 1e-3)
     opts = {"rho": 4 * B / slack, "horizon": T, "clip_f": B, "clip_g": G} if handler == "cbo" else {}
-    opt = Optimizer(p.space, Settings(**PAPER_EXACT), algorithm=algo, objective_bounds=(lo, hi), constraints=[p.constraint],
-                    constraint_handler=handler, handler_options=opts, domain=p.grid[:, None],
-                    beta_schedule="srinivas-finite", delta=0.1, lengthscale=0.2, amplitude=1.0,
-                    noise=0.01, refit_every=10 ** 9, seed=run)
+    opt = Optimizer(p.space, Settings.from_dict({
+        **PAPER_EXACT, "algorithm": algo, "objective_bounds": (lo, hi), "constraints": [p.constraint],
+        "constraint_handler": handler, "handler_options": opts, "beta_schedule": "srinivas-finite",
+        "delta": 0.1, "lengthscale": 0.2, "amplitude": 1.0, "noise": 0.01, "refit_every": 10 ** 9,
+        "seed": run}), domain=p.grid[:, None])
     t0 = time.perf_counter()
     res = simulate(opt, p, Fixed(0), T, noise_std=NOISE, metric_noise=NOISE, seed=10_000 + run)
     curves = average_curves(res.f_true, res.g_true(0), p.f_opt)

@@ -56,7 +56,7 @@ from tuner.bench.build_tables import grid_configs  # noqa: E402
 from tuner.bench.metrics import mean_se  # noqa: E402
 from tuner.bench.peers import STUDY_2026_11_26 as COPULA_MATERN  # noqa: E402
 from tuner.bench.peers import STUDY_2026_11_27 as FLOOR  # noqa: E402
-from tuner import PAPER_EXACT, Optimizer  # noqa: E402
+from tuner import PAPER_EXACT, Optimizer, Settings  # noqa: E402
 from tuner.core.optimizer import Suggestion  # noqa: E402
 from tuner.core.space import SearchSpace  # noqa: E402
 from tuner.loop.simulator import SimClock  # noqa: E402
@@ -291,9 +291,9 @@ def _make(tasks: Tasks, algorithm: str, kind: str, seed: int, product: bool,
                 "context_kernel": ("shared-level" if kind.startswith("context-level") else
                                    "shared" if kind.startswith("context-shared") else "product"),
                 "new_context": "mean" if kind.endswith("-mean") else "ucb", **(extra or {})}
-    return Optimizer(tasks.space, algorithm=algorithm, seed=seed, clock=SimClock(),
-                     context_space=tasks.context_space if kind.startswith("context") else None,
-                     **settings)
+    return Optimizer(tasks.space, Settings.from_dict({**settings, "algorithm": algorithm, "seed": seed}),
+                     clock=SimClock(),
+                     context_space=tasks.context_space if kind.startswith("context") else None)
 
 
 def add_variant(name: str, extra: dict) -> None:

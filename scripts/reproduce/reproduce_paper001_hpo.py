@@ -76,9 +76,10 @@ def run(table: str, delay: str, algorithm: str, seed: int, T: int) -> tuple[np.n
     tab = load_table(table)
     kind, value, m = DELAYS[delay]
     sdf = algorithm in SDF
-    opt = Optimizer(tab.space, Settings(**PAPER_EXACT), algorithm=algorithm, objective_bounds=(0.0, 1.0),
-                    window=float(m) if sdf else float("inf"), nu_terms="window", beta=1.0,
-                    kernel="se", refit_every=10, n_initial=N_INITIAL, seed=seed)
+    opt = Optimizer(tab.space, Settings.from_dict({
+        **PAPER_EXACT, "algorithm": algorithm, "objective_bounds": (0.0, 1.0),
+        "window": float(m) if sdf else float("inf"), "nu_terms": "window", "beta": 1.0,
+        "kernel": "se", "refit_every": 10, "n_initial": N_INITIAL, "seed": seed}))
     cells: list[int] = []
 
     def objective(config: Mapping[str, Any]) -> float:

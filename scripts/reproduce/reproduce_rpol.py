@@ -82,8 +82,9 @@ def settings(T: int) -> list[tuple]:
 def one_run(args: tuple) -> tuple:
     (fig, method, delay, f_noise, g_noise), run, T = args
     p = SinConstrained()
-    opt = Optimizer(p.space, Settings(**PAPER_EXACT), objective_bounds=p.f_range, constraints=[p.constraint], beta=1.0,
-                    seed=run, **MAXIMIZER, **methods(T)[method])
+    opt = Optimizer(p.space, Settings.from_dict({
+        **PAPER_EXACT, "objective_bounds": p.f_range, "constraints": [p.constraint], "beta": 1.0,
+        "seed": run, **MAXIMIZER, **methods(T)[method]}))
     t0 = time.perf_counter()
     res = simulate(opt, p, Fixed(0) if delay is None else Poisson(delay), T, noise_std=f_noise,
                    metric_noise=g_noise, seed=10_000 + run, f_opt=p.f_opt)

@@ -62,7 +62,7 @@ from scipy.stats import wilcoxon  # noqa: E402
 
 from tuner import PAPER_EXACT, Optimizer, Settings  # noqa: E402
 
-PAPER = Settings(**PAPER_EXACT)
+PAPER = dict(PAPER_EXACT)
 from tuner.core.persist import append_row  # noqa: E402
 from tuner.core.trial import Status  # noqa: E402
 from tuner.loop.problems import BRANIN, HARTMANN6, gp_sample_1d  # noqa: E402
@@ -223,8 +223,9 @@ def run_one(job: Job) -> dict[str, Any]:
     t0 = time.perf_counter()
     p = PROBLEMS[job.problem]
     W, n = job.workers, job.n
-    opt = Optimizer(p.space, PAPER, algorithm=job.algorithm, objective_bounds=p.bounds, seed=job.seed,
-                    **window_settings(job.window, W))
+    opt = Optimizer(p.space, Settings.from_dict({
+        **PAPER, "algorithm": job.algorithm, "objective_bounds": p.bounds, "seed": job.seed,
+        **window_settings(job.window, W)}))
     f_true: list[float] = []
     durations: list[float] = []
 
@@ -316,10 +317,11 @@ PAPER_MARKS = (25, 50, 100, 200)
 def run_paper(job: PaperJob) -> dict[str, Any]:
     size, _, nu = job.window.partition("/")
     fn = gp_sample_1d(1000, 0.02, seed=1000 + job.seed)
-    opt = Optimizer(fn.space, PAPER, algorithm="gp-ucb-sdf", objective_bounds=(0.0, 1.0), beta=1.0,
-                    window=math.inf if size == "inf" else float(size),
-                    nu_terms="window" if nu == "nu-window" else "pending",
-                    domain=fn.grid[:, None], seed=job.seed)
+    opt = Optimizer(fn.space, Settings.from_dict({
+        **PAPER, "algorithm": "gp-ucb-sdf", "objective_bounds": (0.0, 1.0), "beta": 1.0,
+        "window": math.inf if size == "inf" else float(size),
+        "nu_terms": "window" if nu == "nu-window" else "pending", "seed": job.seed}),
+                    domain=fn.grid[:, None])
     nus: list[float] = []
 
     def progress(_: int) -> None:

@@ -103,8 +103,9 @@ def one_run(args: tuple) -> tuple:
     kw = dict(METHODS[method])
     cons = [] if kw["algorithm"] == "random" or method in ("gp-ucb-sdf", "gp-ucb") else [BUDGET]
     kw.setdefault("window", "auto")
-    opt = Optimizer(job.space, Settings(**PAPER_EXACT), objective_bounds=(0.5, 1.0), window_unit="seconds",
-                    beta=1.0, constraints=cons, seed=run, n_candidates=512, n_local=64, **kw)
+    opt = Optimizer(job.space, Settings.from_dict({
+        **PAPER_EXACT, "objective_bounds": (0.5, 1.0), "window_unit": "seconds", "beta": 1.0,
+        "constraints": cons, "seed": run, "n_candidates": 512, "n_local": 64, **kw}))
     t0 = time.perf_counter()
     res = simulate(opt, job, job.run_time(), n_trials=100_000, workers=WORKERS, noise_std=NOISE,
                    seed=10_000 + run, time_limit=horizon)

@@ -29,7 +29,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from tuner import Optimizer
+from tuner import Optimizer, Settings
 from tuner.core.curves import CurveModel
 from tuner.core.trial import Status
 from tuner.loop.simulator import OBJECTIVE
@@ -234,7 +234,7 @@ def make(method: str, problem: Any, seed: int) -> tuple[Any, list[Any]]:
                 extra.update(GZERO)
             if method == "tuner-study-median":  # before 2026-11-29: the budget on the median run time
                 extra["budget_bound"] = "median"
-        opt = Optimizer(problem.space, seed=seed, objective_bounds=(0.0, 1.0), **extra)
+        opt = Optimizer(problem.space, Settings.from_dict({**extra, "seed": seed, "objective_bounds": (0.0, 1.0)}))
         if method.endswith("-asha"):
             rules.append(ASHA(epochs, GRACE, ETA))
         elif method.endswith("-asha-rank"):          # Syne Tune's test at a rung

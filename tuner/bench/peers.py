@@ -23,6 +23,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from tuner import PAPER_EXACT, Optimizer, Settings
+from tuner.core.settings import by_name
 from tuner.core.constraints import Constraint
 from tuner.study.config import STUDY_OPTIMIZER_DEFAULTS
 
@@ -30,8 +31,8 @@ from .problems import Problem
 
 # this project's methods: Optimizer overrides.  ``tuner`` is the default Settings() as is; the
 # others are paper 001's algorithms and 003's CBO on the paper-exact settings (tuner.PAPER_EXACT).
-PAPER = dict(PAPER_EXACT)
-DEFAULT = {k: getattr(Settings(), k) for k in (*PAPER_EXACT, "censor_noise")}
+PAPER = by_name(PAPER_EXACT)    # by name: a variant names a switch at the top
+DEFAULT = {k: v for k, v in Settings().flat().items() if k in (*by_name(PAPER_EXACT), "censor_noise")}
 STUDY = {**DEFAULT, **STUDY_OPTIMIZER_DEFAULTS}      # what a study (tuner run, TunerSearch) runs
 STUDY_2026_11_26 = {"output_warp": "copula", "kernel": "matern52"}   # a study's defaults, 2026-11-26
 STUDY_2026_11_27 = {**STUDY_2026_11_26, "noise_floor": 1e-3}          # and 2026-11-27
@@ -370,7 +371,7 @@ def make_method(method: str, problem: Problem, seed: int) -> Any:
         cons = [problem.constraint] if problem.constraint and method != "random" else []
         settings = PROJECT[method] if method in PROJECT else ABLATION[method]
         settings = {k: v(problem) if callable(v) else v for k, v in settings.items()}
-        return Optimizer(problem.space, seed=seed, constraints=cons, **settings)
+        return Optimizer(problem.space, Settings.from_dict({**settings, "seed": seed, "constraints": cons}))
     if method == "optuna-tpe":
         return OptunaAdapter(problem, "tpe", seed)
     if method == "optuna-gp":

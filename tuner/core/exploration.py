@@ -22,13 +22,13 @@ from .trial import Trial
 
 def make_beta(s: Settings, dim: int, domain_size: int | None) -> Callable[[int, float], float]:
     """beta(t, information gain) of ``Settings.beta_schedule``."""
-    if s.beta_schedule == "constant":
+    if s.research.exploration.beta_schedule == "constant":
         return acq.beta_constant(s.beta)
-    if s.beta_schedule == "srinivas-finite":
-        return acq.beta_srinivas_finite(domain_size if domain_size is not None else 1000 ** dim, s.delta)
-    if s.beta_schedule == "srinivas-continuous":
-        return acq.beta_srinivas_continuous(dim, s.delta)
-    return acq.beta_sdf(b_y=s.b_y, delta=s.delta)
+    if s.research.exploration.beta_schedule == "srinivas-finite":
+        return acq.beta_srinivas_finite(domain_size if domain_size is not None else 1000 ** dim, s.research.exploration.delta)
+    if s.research.exploration.beta_schedule == "srinivas-continuous":
+        return acq.beta_srinivas_continuous(dim, s.research.exploration.delta)
+    return acq.beta_sdf(b_y=s.research.exploration.b_y, delta=s.research.exploration.delta)
 
 
 class Exploration:
@@ -51,20 +51,20 @@ class Exploration:
         ``running``: the running trials among ``trials`` (only they can be pending)."""
         if not self.algorithm.delay_bonus:
             return beta
-        if self.settings.nu_terms == "pending":
+        if self.settings.research.exploration.nu_terms == "pending":
             terms = [tr for tr in running if pending_in_window(tr, m, self.unit, now, t)]
         else:
             terms = [tr for tr in trials if in_last_window(tr, m, self.unit, now, t)]
         if not terms:
             return beta
         sigma = post.std(np.vstack([tr.x for tr in terms]))
-        weight = bound * self.lam(post) ** -self.settings.delay_lambda_power
+        weight = bound * self.lam(post) ** -self.settings.research.exploration.delay_lambda_power
         return acq.exploration_weight(beta, sigma, weight)
 
     def lam(self, post: Posterior) -> float:
         """lambda of 001's analysis (kernel scaled to k(x, x) = 1) for the censored entries:
         ``censor_noise`` (soft) or the fitted noise / amplitude (hard)."""
-        if self.settings.censoring == "soft":
-            return float(self.settings.censor_noise)
+        if self.settings.research.censored.censoring == "soft":
+            return float(self.settings.research.censored.censor_noise)
         hyper = post.var_gp.hyper
         return float(hyper.noise / hyper.amplitude)

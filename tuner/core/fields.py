@@ -11,8 +11,9 @@ Used by ``Settings`` (the optimizer), ``Constraint``, the study and simulation c
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import difflib
-
 import math
 import numbers
 from dataclasses import dataclass
@@ -85,6 +86,27 @@ class Field:
         high = self.below if self.below is not None else self.maximum
         return (f"in {'(' if self.above is not None else '['}{low:g}, "
                 f"{high:g}{')' if self.below is not None else ']'}")
+
+
+def setting(default: Any, doc: str, types: tuple[Any, ...], **checks: Any) -> Any:
+    """A dataclass field declared once: its default, what it may be (a ``Field``) and what it
+    does (``doc``, one paragraph), read by ``schema`` and by the generated reference.
+
+    Args:
+        default: the value when none is given (a list or dict is copied for each instance).
+        doc: what the setting does, for the reference (Markdown; ``code`` for names).
+        types: the types allowed (``None`` among them: null allowed).
+        **checks: ``Field``'s other arguments (``choices``, ``minimum``, ``words``...).
+    """
+    meta = {"check": Field(types, default, **checks), "doc": doc}
+    if isinstance(default, (list, dict)):
+        return dataclasses.field(default_factory=lambda: copy.deepcopy(default), metadata=meta)
+    return dataclasses.field(default=default, metadata=meta)
+
+
+def schema(cls: type) -> dict[str, Field]:
+    """The ``Field`` of every field of dataclass ``cls`` declared with ``setting``."""
+    return {f.name: f.metadata["check"] for f in dataclasses.fields(cls) if "check" in f.metadata}
 
 
 def check_keys(section: str, data: Mapping[str, Any], allowed: Iterable[str],

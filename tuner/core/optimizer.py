@@ -40,14 +40,15 @@ from .kernels import make_kernel
 from .maximize import Mask, any_of, maximize, candidate_set
 from .model import CensoredModel
 from .persist import write_json
-from .settings import Settings
+from .settings import Settings, overridden
 from .space import SearchSpace
 from .state import built_with, changing_state, restore, state_dict
 from .subset import choose_subset
 from .targets import RankWarp, normalized, reward_range
 from .trial import Status, Trial, mode_sign
 from .views import PosteriorView
-from .warp_choice import CHOOSING_RULES, WARP_CHOICE_EVERY, WARP_CHOICE_FROM, prefer_copula, warp_rule
+from .warp_choice import (CHOOSING_RULES, WARP_CHOICE_EVERY, WARP_CHOICE_FROM, WARP_MARGIN,
+                          prefer_copula, warp_rule)
 
 
 @dataclass(frozen=True)
@@ -78,9 +79,7 @@ class Optimizer:
             raise ValueError("context_space with a finite domain is not supported: declare the "
                              "domain's parameters as a search space")
         inputs = self.space if self.contexts is None else self.contexts.joint   # the GP's inputs
-        base = asdict(settings) if settings is not None else {}
-        base.update(overrides)
-        self.settings = Settings.from_dict(base)
+        self.settings = overridden(settings, overrides)
         self.settings.validate()
         self.algorithm = get_algorithm(self.settings.algorithm)
         self.window = Window(self.settings.window_unit, self.settings.window)
@@ -96,11 +95,11 @@ class Optimizer:
         s = self.settings
         # a context's part mixed with a part shared by every context (``Kernel``)
         n_context = (self.contexts.space.dim if self.contexts is not None
-                     and s.context_kernel != "product" else 0)
-        hyper = Hyperparameters(s.amplitude, np.full(inputs.dim, s.lengthscale), s.noise,
+                     and s.research.model.context_kernel != "product" else 0)
+        hyper = Hyperparameters(s.research.model.amplitude, np.full(inputs.dim, s.research.model.lengthscale), s.research.model.noise,
                                 0.5 if n_context else None,
-                                0.2 if n_context and s.context_kernel == "shared-level" else None)
-        shared = s.categorical_lengthscale == "shared" and any(
+                                0.2 if n_context and s.research.model.context_kernel == "shared-level" else None)
+        shared = s.research.model.categorical_lengthscale == "shared" and any(
             p.kind == "categorical" for p in inputs.params.values())
         groups = inputs.groups() if shared else None
 
@@ -117,10 +116,10 @@ class Optimizer:
         self.base_warp = "tail" if self.warp_rule in ("tail", "tail-or-copula") else "none"
         self.warp_on, self._warp_chosen_at = self.warp_rule in ("copula", "none-or-copula"), 0
         self.objective = model(s.kernel, self.objective_bounds(self.warp_on))
-        self.constraints = [replace(c, log=s.budget_scale == "log" and c.runtime and c.type == "budget")
+        self.constraints = [replace(c, log=s.research.budget.budget_scale == "log" and c.runtime and c.type == "budget")
                             for c in (Constraint.from_dict(d, f"constraints[{i}]")
                                       for i, d in enumerate(s.constraints))]
-        self.constraint_models = [model(s.kernel if s.constraint_kernel == "same" else s.constraint_kernel)
+        self.constraint_models = [model(s.kernel if s.research.model.constraint_kernel == "same" else s.research.model.constraint_kernel)
                                   for _ in self.constraints]
         self.handler = make_handler(s.constraint_handler, len(self.constraints), s.handler_options)
         self.samplers = dict(samplers or {})
@@ -158,10 +157,10 @@ class Optimizer:
             x = self.space.encode(config)
         elif self.algorithm.estimate == "random" or t < self.n_initial:
             x = self.design.point(t, self.rng)
-        elif self.settings.startup_until_result and not any(
+        elif self.settings.research.search.startup_until_result and not any(
                 tr.status == Status.FINISHED for tr in self.trials):
             x = self.design.point(t, self.rng, extend=True)   # a GP with no result: keep to Sobol
-        elif self.settings.random_fraction > 0 and self.rng.random() < self.settings.random_fraction:
+        elif self.settings.research.search.random_fraction > 0 and self.rng.random() < self.settings.research.search.random_fraction:
             x = self.design.point(t, self.rng)    # past the design: a random point (or row)
         else:
             x = self._choose(now, t, z)
@@ -345,7 +344,7 @@ class Optimizer:
         now = float(self.clock()) if now is None else now
         c = self.constraints[j]
         return constraint_view(c, self.trials, self._usable(now, len(self.trials))[0], self.window.unit,
-                               now, self.settings.use_elapsed_bound and c.runtime)[1]
+                               now, self.settings.research.censored.use_elapsed_bound and c.runtime)[1]
 
     # --- one suggestion ---------------------------------------------------------------------
 
@@ -354,15 +353,15 @@ class Optimizer:
 
     def _censored(self, done: list[Trial]) -> np.ndarray:
         return censored_targets(self.trials, done, self.settings.mode, *self._reward_range(),
-                                self.settings.censor_at_partial, self._warp())
+                                self.settings.research.censored.censor_at_partial, self._warp())
 
     def _needs_gp_all(self) -> bool:
         """Whether a GP over every started trial is used: hard censoring and hallucination take
         their variance from it, the "sdf" beta_t its information gain; soft censoring needs
         only the GP of the usable results (``CensoredModel.keep_all``)."""
         s, pending = self.settings, self.algorithm.pending
-        return (pending == "hallucinate" or (pending == "censor" and s.censoring == "hard")
-                or s.beta_schedule == "sdf")
+        return (pending == "hallucinate" or (pending == "censor" and s.research.censored.censoring == "hard")
+                or s.research.exploration.beta_schedule == "sdf")
 
     @property
     def subset_active(self) -> bool:
@@ -406,14 +405,14 @@ class Optimizer:
         y_all = self._censored(done)
         post = self._fit_and_view(self.objective, done, y_all, self._targets)
         beta = self.exploration.beta_t(self.objective.gp_all, t)
-        nu = self.exploration.nu(post, self.trials, self._live.values(), m, now, t, beta, s.b_y)
+        nu = self.exploration.nu(post, self.trials, self._live.values(), m, now, t, beta, s.research.exploration.b_y)
         kind = algo.estimate
-        if z is not None and s.new_context == "mean" and self._new_context(z, done):
+        if z is not None and s.research.search.new_context == "mean" and self._new_context(z, done):
             nu = 0.0     # no result at z_t yet: the best guess the other contexts give
             kind = "ucb" if kind == "ei" else kind     # (the posterior mean)
         self.last_nu = nu
         C = candidate_set(self.space, self.rng, s.n_candidates,
-                          incumbents=self._incumbents(done), n_local=s.n_local, domain=self.domain)
+                          incumbents=self._incumbents(done), n_local=s.research.search.n_local, domain=self.domain)
         joint = C if z is None else self.contexts.join(C, z)
 
         def on_configs(h: Callable[[np.ndarray], np.ndarray]) -> Callable[[np.ndarray], np.ndarray]:
@@ -423,11 +422,11 @@ class Optimizer:
         best = self._plugin_incumbent(post, done, joint, z) if kind == "ei" else None
         f_est = on_configs(acq.estimate(kind, post, nu, joint, +1.0, self.rng, best))
         smooth = algo.smooth and self.domain is None
-        discrete = s.discrete_search == "local"
+        discrete = s.research.search.discrete_search == "local"
         taken = any_of(self._near_running(z), self._late(now, C, z))
         if not self.constraints:
-            return maximize(f_est, C, self.space, smooth=smooth, n_starts=s.n_starts,
-                            discrete=discrete, taken=taken, joint=s.refine == "joint")
+            return maximize(f_est, C, self.space, smooth=smooth, n_starts=s.research.search.n_starts,
+                            discrete=discrete, taken=taken, joint=s.research.search.refine == "joint")
         lo, hi = self._reward_range()
         f_bound = self._f_bound()
         log = kind == "ei"      # log EI x P(feasible) as a sum of logs (settings: pof only)
@@ -444,8 +443,8 @@ class Optimizer:
                 return self.handler.log_score(f_est(U), [g(U) for g in g_ests])
             return self.handler.score(t, scale[0] + scale[1] * f_obj(U), [g(U) for g in g_ests], f_bound)
 
-        x = maximize(h, C, self.space, smooth=smooth, n_starts=s.n_starts, discrete=discrete,
-                     taken=taken, joint=s.refine == "joint")
+        x = maximize(h, C, self.space, smooth=smooth, n_starts=s.research.search.n_starts, discrete=discrete,
+                     taken=taken, joint=s.research.search.refine == "joint")
         if self.handler.g_estimate != "sample":     # SCGP's step is in suggest(), every round
             self.handler.after_choice(t, [float(g(x[None, :])[0]) for g in g_ests], f_bound)
         return x
@@ -480,7 +479,7 @@ class Optimizer:
         A deviation from 001, where nothing stops x_t from repeating a pending x_s: once the GP
         is sure of a region (sigma near 0 around its best mean), a UCB argmax is the same point
         at every free worker, and a pool runs one configuration many times (docs/scale.md)."""
-        rho = self.settings.running_correlation
+        rho = self.settings.research.search.running_correlation
         if rho is None or not self._live:
             return None
         Xr = np.vstack([tr.x for tr in self._live.values()])
@@ -512,10 +511,10 @@ class Optimizer:
             return lambda U: np.asarray(c.g(sample(self.samplers, c, t, [self.space.decode(u) for u in U])),
                                         dtype=float)
         post_g = self._constraint_posterior(j, m, now)
-        beta_g = float(s.beta_g) if s.beta_g is not None else self.exploration.beta_t(
+        beta_g = float(s.research.exploration.beta_g) if s.research.exploration.beta_g is not None else self.exploration.beta_t(
             self.objective.gp_all, t)
         nu_g = self.exploration.nu(post_g, self.trials, self._live.values(), m, now, t, beta_g,
-                                   s.b_c)  # v_t^g, 004 §5
+                                   s.research.exploration.b_c)  # v_t^g, 004 §5
         if self.handler.g_estimate in SHIFTS:
             return acq.shifted(post_g, SHIFTS[self.handler.g_estimate] * nu_g)
         if self.handler.g_estimate == "pof":
@@ -525,12 +524,12 @@ class Optimizer:
     def _constraint_posterior(self, j: int, m: float, now: float, refit: bool = True) -> Posterior:
         c = self.constraints[j]
         done_c, yc_all = constraint_view(c, self.trials, m, self.window.unit, now,
-                                         self.settings.use_elapsed_bound and c.runtime,
+                                         self.settings.research.censored.use_elapsed_bound and c.runtime,
                                          -np.inf if self.view.believes_pending_g else 0.0)
         post = self._fit_and_view(self.constraint_models[j], done_c, yc_all,
                                   lambda trs: np.array([c.observed(tr) for tr in trs], dtype=float),
                                   refit=refit)
-        if c.log and self.settings.budget_bound == "mean":
+        if c.log and self.settings.research.budget.budget_bound == "mean":
             post = mean_run_time(post)
         return post
 
@@ -599,7 +598,7 @@ class Optimizer:
         on a random stream of its own); a change refits the GP at once.  The copula's GP has the
         noise floor ``noise_floor``, the other the Optimizer's default."""
         s, n = self.settings, len(done)
-        if (n < max(self.n_initial, WARP_CHOICE_FROM) or n > s.fit_max_points or self.subset_active
+        if (n < max(self.n_initial, WARP_CHOICE_FROM) or n > s.research.fitting.fit_max_points or self.subset_active
                 or n < WARP_CHOICE_EVERY * self._warp_chosen_at):
             return
         self._warp_chosen_at = n
@@ -612,8 +611,8 @@ class Optimizer:
         rng = np.random.default_rng([abs(s.seed), n])     # the suggestions' stream untouched
         use = prefer_copula(self.warp_rule, model.gp_all.kernel, self.view.X(done),
                             u if base is None else base(u), copula(u), model.gp_all.hyper, rng,
-                            (self.objective_bounds(False), self.objective_bounds(True)), s.fit_restarts,
-                            s.lengthscale_prior, model.groups, s.prior_mean == "mean", s.warp_margin)
+                            (self.objective_bounds(False), self.objective_bounds(True)), s.research.fitting.fit_restarts,
+                            s.research.fitting.lengthscale_prior, model.groups, s.research.model.prior_mean == "mean", WARP_MARGIN)
         if use != self.warp_on:
             self.warp_on, self._range_memo = use, None
             model.refit_now(self.objective_bounds(use))
@@ -621,7 +620,7 @@ class Optimizer:
     def objective_bounds(self, copula: bool) -> HyperBounds:
         """The objective GP's box: its noise floor ``noise_floor``, or, without the copula under
         a rule that chooses it, at most the Optimizer's default (the floor is for the copula)."""
-        floor = self.settings.noise_floor
+        floor = self.settings.research.model.noise_floor
         if not copula and self.warp_rule in CHOOSING_RULES:
             floor = min(floor, HyperBounds.noise[0])
         return HyperBounds(noise=(floor, HyperBounds.noise[1]))

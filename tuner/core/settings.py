@@ -1,126 +1,123 @@
-"""The optimizer's settings: every knob, what each may be, and the paper-exact values.
+"""The optimizer's settings: the knobs a user turns, each declared once with what it may be and
+what it does (docs/reference/settings.md is generated from here), the research and paper
+switches apart (``tuner.core.research``), and ``PAPER_EXACT``: paper 001's method as published.
 
-``Settings`` holds them; ``SETTINGS_FIELDS`` declares each one's type and range
-(``tuner.core.fields``); ``Settings.validate`` adds the rules between them.  ``PAPER_EXACT``
-lists where the defaults leave paper 001 (App. C) and 004 (RPOL) behind.
+    Settings(algorithm="gp-ts-sdf", objective_bounds=(0, 1))
+    Settings(research={"censoring": "hard"})         # a research switch, by name or by group
+    Settings.from_dict(PAPER_EXACT)                   # GP-UCB-SDF as in paper 001 (+ RPOL)
 """
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from . import acquisition as acq
 from .algorithms import ALGORITHMS
 from .censoring import UNITS, Window
 from .constraints import HANDLERS, Constraint, make_handler
-from .fields import Field, check_keys, check_section
+from .fields import check_keys, check_section, schema, setting
 from .kernels import KERNELS
+from .research import GROUP_OF, Research, flatten
 from .targets import OUTPUT_WARPS
-
-CENSORING = ("hard", "soft")
 
 
 @dataclass
 class Settings:
-    """Every knob of the optimizer.  ``PAPER_EXACT`` lists where the defaults leave paper 001 (App. C)
-    and 004 (RPOL) behind, each chosen by the ablation in docs/evidence.md "What each change buys"."""
+    """The optimizer's settings (``Optimizer(space, settings)``, the ``optimizer`` section of a
+    study, ``TunerSearch``'s keywords).  A study starts from other defaults for some of them
+    (``tuner.study.defaults``); ``research`` holds the switches a user rarely turns."""
 
-    algorithm: str = "gp-ucb-sdf"
-    mode: str = "max"
-    objective_bounds: tuple[float, float] | None = None
-    window_unit: str = "iterations"
-    window: float | str = math.inf     # censoring window m; "auto" = 2 x mean delay (001 §6)
-    censoring: str = "soft"            # hard: 001 eq. 1 (same lambda); soft: own noise (below)
-    censor_noise: float = 0.01         # soft: a censored entry's noise variance / amplitude
-    believe_past: int | None = None    # soft, wide pools: with more trials running than this, a
-                                       # running trial enters at the posterior mean, not the minimum
-    running_objective: str = "minimum"  # soft: a running trial enters at the minimum (001 eq. 1) or
-                                       # "blend": raised towards the posterior mean by the share of
-                                       # the prior variance the results explain there; "auto":
-                                       # blend unless a budget or run-time limit, the minimum there
-    constraint_pending: str = "zero"   # a constraint's running trial: c~ = 0 (004 §5) or, soft
-                                       # only, "mean": its posterior mean (or run-time bound)
-    censor_at_partial: bool = True     # a trial that reported progress: censored at its last value
-    stopped_objective: str = "minimum"  # soft, with stop_margin: a run stopped past its budget
-                                       # enters at the minimum (001 eq. 1) or "mean": the posterior mean
-    delay_lambda_power: float = 0.0    # eq. 2's delay term B_y lambda^-p sum sigma (0: as printed)
-    prior_mean: str = "zero"           # objective GP's prior mean: zero (001) or the results' mean
-    constraint_prior_mean: str = "zero"   # the constraint GPs': zero (the boundary g = 0), or the
-                                       # mean of the values seen
-    output_warp: str = "none"          # the targets as 001 scales them, or spread by rank: copula (targets.py),
-                                       # tail: only the results below the lower fence by rank,
-                                       # none-or-copula, tail-or-copula: by held-out ranks, or auto:
-                                       # tail-or-copula without constraints and context (warp_choice.py)
-    warp_margin: float = 0.1           # the held-out rank correlation by which one choice must beat
-                                       # the other (warp_choice.prefer_copula)
-    nu_terms: str = "pending"
-    beta: float = 1.0
-    beta_schedule: str = "constant"
-    delta: float = 0.1
-    b_y: float = 1.0
-    kernel: str = "se"                 # se | matern52 | auto: at each fit, the one of higher evidence
-    constraint_kernel: str = "same"    # the constraint GPs' kernel: "same" as the objective's, or one
-    categorical_lengthscale: str = "shared"   # one per categorical (Hamming), or per choice
-    context_kernel: str = "shared-level"   # with a context_space: (1 - u) k_x (w + (1 - w) k_z)
-                                       # + u k_z, a level of each context beside a shared and a
-                                       # context-specific part, w and u fit by the evidence;
-                                       # "shared": without the level (u = 0), or "product": k_x k_z
-                                       # (paper 001 §5)
-    amplitude: float = 1.0
-    lengthscale: float = 0.2
-    noise: float = 1e-3
-    noise_floor: float = 1e-6          # the objective GP's least noise variance in a fit (on the
-                                       # [0, 1] targets); studies: 1e-3 with the rank warp
-    refit_every: int = 10
-    refit_growth: float = 0.05         # and only once the usable results grew by this fraction
-    refit_dense_until: int = 0         # also refit after each usable result up to this many
-    refit_apply: str = "now"           # at once (001 App. C), or "next": past fit_max_points results,
-                                       # when the next is due (computed meanwhile, off the suggestion's path)
-    lengthscale_prior: bool = True     # MAP fit with Optuna GPSampler's lengthscale prior
-    fit_max_points: int = 250          # a refit fits on at most this many results (newest half + a sample)
-    fit_restarts: int = 1
-    n_initial: int | str = "auto"      # Sobol start-up design; "auto" = 2 x parameters,
-                                       # "lean" = min(2 x parameters, max(parameters + 1, 5))
-    startup_until_result: bool = False  # the design goes on while no result has arrived (wide pools)
-    n_candidates: int = 1024
-    n_local: int = 128
-    n_starts: int = 3
-    refine: str = "joint"              # the L-BFGS-B starts as one run on their sum, or one run each
-    discrete_search: str = "local"     # ints and categories: local search after rounding, or round
-    new_context: str = "mean"          # at a context without a result yet: the posterior mean
-                                       # (no exploration term), or "ucb" (001 §5)
-    finish_by_deadline: bool = False   # near Optimizer.deadline: only runs predicted to finish
-    idle_near_deadline: bool = False   # near Optimizer.deadline: start nothing once even the
-                                       # fastest finished run would not finish (can_start)
-    random_fraction: float = 0.0       # past the start-up design, this share of the choices is a
-                                       # random point (BOHB's rule; an option, measured with ASHA)
-    running_correlation: float | None = 0.999   # never suggest x this correlated with a running
-                                                # trial (a copy); None: allowed (001)
-    seed: int = 0
-    # Constraints (tuner.core.constraints has the tables of constraint keys, handlers and options).
-    constraints: list = field(default_factory=list)    # [{metric, limit, type, runtime, observable}]
-    constraint_handler: str = "pof"                    # pof | rpol | cbo | penalty | scgp
-    handler_options: dict = field(default_factory=dict)
-    beta_g: float | None = None      # beta_t of the constraint GPs; None: the objective's beta_t
-    b_c: float = 1.0                 # B_c of v_t^g (004 §5), the delay term's bound on |c|
-    use_elapsed_bound: bool = True   # run-time constraints: elapsed time as a lower bound, no window
-    budget_scale: str = "log"        # a run-time budget's g: ln(run time / limit) or run time / limit - 1
-    budget_bound: str = "median"     # log scale: the budget bounds a configuration's median run
-                                     # time (the GP's mean of ln) or its "mean" (log-normal noise)
-    stop_margin: float | None = None  # stop a run past limit x (1 + margin); None: never
-    sliding_window: int | None = None  # RPOL-SWUCB (004 §6): only the last W trials inform the GPs
-    exact_until: int | None = 2000     # past this many started trials the GPs use a subset; None: never
-    subset_size: int = 1000            # finished trials in that subset (tuner.core.subset), plus the running
+    algorithm: str = setting(
+        "gp-ucb-sdf", "How the next configuration is chosen: `gp-ucb-sdf` (GP-UCB with censored "
+        "feedback, paper 001 eq. 2), `gp-ts-sdf` (Thompson sampling, eq. 3), `randgp-ucb` "
+        "(paper 003), `gp-ei-sdf` (log EI on the censored GP); the baselines `gp-ucb`, "
+        "`asy-ts` (ignore running trials), `gp-bucb`, `gp-bts` (hallucinate them), `random`.",
+        (str,), choices=lambda: sorted(ALGORITHMS))
+    mode: str = setting("max", "`max` or `min`imize the objective.", (str,),
+                        choices=("max", "min"))
+    objective_bounds: tuple[float, float] | None = setting(
+        None, "The objective's known [low, high], if any: the worst is what a running trial "
+        "is censored at. Without it, the range observed so far.", (list, tuple, None))
+    seed: int = setting(0, "Seed of every random choice: the same seed, the same suggestions.",
+                        (int,))
+    n_initial: int | str = setting(
+        "auto", "The Sobol start-up design's size: a number, `auto` (2 per parameter, a "
+        "categorical counted once) or `lean` (min(2 x parameters, max(parameters + 1, 5))).",
+        (int,), words=("auto", "lean"), minimum=0)
+    window: float | str = setting(
+        math.inf, "The censoring window m (paper 001 eq. 1): a result that arrives later than "
+        "m after its start stays censored; `inf` (a result always counts), a number, or `auto` "
+        "(2 x the mean delay, §6).", (int, float, str))
+    window_unit: str = setting(
+        "iterations", "What `window` counts: queries started (`iterations`, §3.1) or "
+        "`seconds` (App. A.4).", (str,), choices=UNITS)
+    beta: float = setting(
+        1.0, "beta_t, the weight of the posterior's spread in the acquisition (exploration; "
+        "paper 001 App. C uses 1).", (float,), minimum=0)
+    kernel: str = setting(
+        "se", "The GPs' kernel: `se` (squared exponential), `matern52`, or `auto` (at each "
+        "fit, the one of higher evidence); ARD lengthscales.", (str,),
+        choices=lambda: [*sorted(KERNELS), "auto"])
+    output_warp: str = setting(
+        "none", "How the results are scaled before the GP sees them: `none`; `copula` (by "
+        "rank, a Gaussian copula); `tail` (the diverged runs below Tukey's lower fence ranked "
+        "under the rest); `none-or-copula`, `tail-or-copula` (chosen by held-out ranks from 20 "
+        "results on); `auto` (`tail-or-copula`, or `none-or-copula` with a constraint or a "
+        "context).", (str,), choices=OUTPUT_WARPS)
+    refit_every: int = setting(
+        10, "Fit the GPs' hyperparameters by marginal likelihood every this many usable "
+        "results (paper 001 App. C: 10).", (int,), minimum=1)
+    n_candidates: int = setting(
+        1024, "Sobol candidates the acquisition is evaluated on before local refinement "
+        "(fewer: faster suggestions).", (int,), minimum=1)
+    constraints: list = setting(
+        [], "Black-box constraints, each `{metric, limit, type: budget | upper, runtime, "
+        "observable}`: the metric must stay <= limit; each is learned by a GP of its own.",
+        (list, tuple))
+    constraint_handler: str = setting(
+        "pof", "How the objective is traded against the constraints: `pof` (times the "
+        "probability of feasibility), `rpol` (paper 004), `cbo` (paper 003), `penalty` "
+        "(paper 000), `scgp` (paper 003 Alg. 2, observable constraints).", (str,),
+        choices=lambda: list(HANDLERS))
+    handler_options: dict = setting(
+        {}, "The handler's own options (`tuner.core.constraints.HANDLER_OPTIONS`).", (dict,))
+    stop_margin: float | None = setting(
+        None, "Stop a run once it passes a run-time constraint's limit x (1 + margin): it is a "
+        "known violation; null: never.", (float, None), minimum=0)
+    sliding_window: int | None = setting(
+        None, "Only the last this many trials inform the GPs (RPOL-SWUCB, paper 004 §6): for "
+        "an objective that drifts; null: every trial.", (int, None), minimum=2)
+    exact_until: int | None = setting(
+        2000, "Past this many started trials the GPs use a subset of them (large studies); "
+        "null: exact at any size.", (int, None), minimum=1)
+    subset_size: int = setting(
+        1000, "The finished trials in that subset (half near the best, half spread), besides "
+        "every running one.", (int,), minimum=1)
+    finish_by_deadline: bool = setting(
+        False, "Near the study's deadline (`run.wall_clock_limit`), suggest only runs predicted "
+        "to finish in the time left.", (bool,))
+    idle_near_deadline: bool = setting(
+        False, "Near the deadline, start nothing once the time left is under the shortest "
+        "finished run; the study ends when its running trials do.", (bool,))
+    research: Research = field(default_factory=Research, metadata={
+        "doc": "The research and paper switches, by name or by group "
+               "([reference](research.md)): `{censoring: hard, n_starts: 10}`."})
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.research, Research):
+            self.research = Research.from_dict(self.research)
 
     def validate(self, where: str = "") -> None:
-        """Check every setting (``SETTINGS_FIELDS``) and the rules between them; messages name
-        the setting, prefixed by ``where`` (e.g. ``optimizer``)."""
+        """Check every setting and the rules between them; messages name the setting,
+        prefixed by ``where`` (e.g. ``optimizer``)."""
         p = f"{where}." if where else ""
-        values = {k: getattr(self, k) for k in SETTINGS_FIELDS}
+        values = {k: getattr(self, k) for k in PUBLIC}
         values["algorithm"] = str(self.algorithm).lower().replace("_", "-")
-        check_section(where, values, SETTINGS_FIELDS)
+        check_section(where, values, PUBLIC)
+        self.research.validate(f"{p}research")
         try:
             Window(self.window_unit, self.window)
         except ValueError as exc:
@@ -131,6 +128,12 @@ class Settings:
                     and b[0] < b[1]):
                 raise ValueError(f"{p}objective_bounds: must be two finite numbers low < high "
                                  f"(got {self.objective_bounds!r})")
+        self._validate_constraints(p, values["algorithm"])
+        if self.exact_until is not None and self.subset_size > self.exact_until:
+            raise ValueError(f"{p}subset_size ({self.subset_size}) must be at most exact_until "
+                             f"({self.exact_until}): the subset replaces the exact GP past exact_until")
+
+    def _validate_constraints(self, p: str, algorithm: str) -> None:
         cons = [Constraint.from_dict(c, f"{p}constraints[{i}]") for i, c in enumerate(self.constraints)]
         metrics = [c.metric for c in cons]
         if len(set(metrics)) < len(metrics):
@@ -145,10 +148,7 @@ class Settings:
         if self.stop_margin is not None and not any(c.runtime for c in cons):
             raise ValueError(f"{p}stop_margin needs a run-time constraint (a constraint with "
                              "runtime: true); none of the constraints is one")
-        if self.exact_until is not None and self.subset_size > self.exact_until:
-            raise ValueError(f"{p}subset_size ({self.subset_size}) must be at most exact_until "
-                             f"({self.exact_until}): the subset replaces the exact GP past exact_until")
-        if cons and values["algorithm"] == "gp-ei-sdf" and self.constraint_handler != "pof":
+        if cons and algorithm == "gp-ei-sdf" and self.constraint_handler != "pof":
             raise ValueError(f"{p}constraint_handler: algorithm gp-ei-sdf weighs its log EI by the "
                              f"probability of feasibility, constraint_handler pof (got "
                              f"{self.constraint_handler!r})")
@@ -158,98 +158,92 @@ class Settings:
             raise ValueError(f"{p}{exc}") from None
 
     def to_dict(self) -> dict[str, Any]:
-        """The settings as strict JSON (an infinite window as "inf", which Window reads back)."""
-        d = asdict(self)
+        """The settings as strict JSON (an infinite window as "inf", which Window reads back),
+        the research switches by group."""
+        d = {k: dataclasses.asdict(self)[k] for k in PUBLIC}
         if isinstance(d["window"], float) and math.isinf(d["window"]):
             d["window"] = "inf"
-        return d
+        return {**d, "research": self.research.to_dict()}
+
+    def flat(self) -> dict[str, Any]:
+        """Every public setting and research switch by its name (``from_dict`` reads it back)."""
+        return {**{k: copy.deepcopy(getattr(self, k)) for k in PUBLIC}, **self.research.flat()}
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "Settings":
-        check_keys("optimizer", d, cls.__dataclass_fields__)
-        s = cls(**dict(d))
+    def from_dict(cls, d: Mapping[str, Any], where: str = "optimizer") -> Settings:
+        """Settings from ``to_dict``'s form, or from a flat mapping of setting and switch names
+        (a state saved before the switches were grouped, the harness's variants)."""
+        d = {k: v for k, v in d.items() if k not in REMOVED}
+        check_keys(where, d, [*PUBLIC, "research", *GROUP_OF])
+        switches = {**_switches(d.get("research"), f"{where}.research"),
+                    **{k: v for k, v in d.items() if k in GROUP_OF}}
+        s = cls(**{k: v for k, v in d.items() if k in PUBLIC}, research=Research.from_flat(switches))
         if s.objective_bounds is not None:
             s.objective_bounds = (float(s.objective_bounds[0]), float(s.objective_bounds[1]))
         return s
 
 
+PUBLIC = schema(Settings)
+REMOVED = ("warp_margin",)     # settings of earlier versions, read from old states and ignored
+
+
+def _switches(research: Research | Mapping[str, Any] | None, where: str) -> dict[str, Any]:
+    return research.flat() if isinstance(research, Research) else flatten(research, where)
+
+
+def by_name(saved: Mapping[str, Any]) -> dict[str, Any]:
+    """A saved settings mapping (``to_dict``'s, or the flat one of earlier versions) with every
+    research switch by its name beside the public settings; nothing missing is filled in."""
+    d = {k: v for k, v in saved.items() if k not in REMOVED}
+    switches = _switches(d.pop("research", None), "research")
+    return {**d, **switches}
+
+
+def overridden(settings: Settings | None, overrides: Mapping[str, Any],
+               where: str = "optimizer") -> Settings:
+    """``settings`` (or the defaults) with ``overrides`` over them: public settings by name,
+    ``research`` switches by name or group over those of ``settings``.
+
+    Args:
+        settings: the base (None: ``Settings()``).
+        overrides: a user's keywords (``check_public``).
+        where: the prefix of error messages.
+    """
+    check_public(overrides, where)
+    base = settings if settings is not None else Settings()
+    values = {k: copy.deepcopy(getattr(base, k)) for k in PUBLIC}
+    values.update({k: v for k, v in overrides.items() if k != "research"})
+    switches = {**base.research.flat(), **_switches(overrides.get("research"), f"{where}.research")}
+    return Settings.from_dict({**values, **switches}, where)
+
+
+def check_public(data: Mapping[str, Any], where: str) -> None:
+    """A user's settings (a study's ``optimizer`` section, the ``Optimizer``'s and
+    ``TunerSearch``'s keywords): public names and ``research`` only; a research switch given
+    among them raises ValueError saying where it goes."""
+    misplaced = sorted(k for k in data if k in GROUP_OF)
+    if misplaced:
+        raise ValueError(f"{where}: {misplaced} {'is a research switch' if len(misplaced) == 1 else 'are research switches'}: "
+                         f"give {'it' if len(misplaced) == 1 else 'them'} under research, e.g. "
+                         f"research: {{{misplaced[0]}: ...}} (docs/reference/research.md)")
+    check_keys(where, data, [*PUBLIC, "research"])
+
+
 # Paper 001's method (App. C) where the product's defaults deviate from it; the reproductions
-# run on Settings(**PAPER_EXACT), so changing a default never changes them.
+# run on it (``Optimizer(space, **PAPER_EXACT)``, ``Settings.from_dict(PAPER_EXACT)``, or a
+# variant ``Settings.from_dict({**PAPER_EXACT, "nu_terms": "window"})``: a switch named at the
+# top wins over ``research``), so changing a default never changes them.
 PAPER_EXACT: dict[str, Any] = {
-    "censoring": "hard", "delay_lambda_power": 0.0, "prior_mean": "zero", "kernel": "se",
-    "output_warp": "none",
-    "n_initial": 1, "refit_every": 10, "refit_dense_until": 0, "lengthscale_prior": False,
-    "constraint_handler": "rpol", "censor_at_partial": False, "discrete_search": "round",
-    "categorical_lengthscale": "per-choice", "budget_scale": "linear", "context_kernel": "product",
-    "exact_until": None, "refit_growth": 0.0, "running_correlation": None,
-    "refine": "each", "new_context": "ucb",
-    # the cap the reproductions ran with, kept when the default fell to 250 (App. C fits on
-    # every result; the cap is the product's)
-    "fit_max_points": 500,
-}
-
-
-# What each setting may be (tuner.core.fields); window, objective_bounds and the rules between
-# settings are checked in Settings.validate.
-SETTINGS_FIELDS: dict[str, Field] = {
-    "algorithm": Field((str,), choices=lambda: sorted(ALGORITHMS)),
-    "mode": Field((str,), choices=("max", "min")),
-    "window_unit": Field((str,), choices=UNITS),
-    "censoring": Field((str,), choices=CENSORING),
-    "censor_noise": Field((float,), above=0),
-    "believe_past": Field((int, None), minimum=0),
-    "constraint_pending": Field((str,), choices=("zero", "mean")),
-    "censor_at_partial": Field((bool,)),
-    "running_objective": Field((str,), choices=("minimum", "blend", "auto")),
-    "stopped_objective": Field((str,), choices=("minimum", "mean")),
-    "delay_lambda_power": Field((float,), minimum=0, maximum=1),
-    "prior_mean": Field((str,), choices=("zero", "mean")),
-    "constraint_prior_mean": Field((str,), choices=("zero", "mean")),
-    "output_warp": Field((str,), choices=OUTPUT_WARPS),
-    "warp_margin": Field((float,), minimum=-1.0),
-    "nu_terms": Field((str,), choices=("pending", "window")),
-    "beta": Field((float,), minimum=0),
-    "beta_schedule": Field((str,), choices=acq.BETA_SCHEDULES),
-    "delta": Field((float,), above=0, maximum=1),
-    "b_y": Field((float,), minimum=0),
-    "kernel": Field((str,), choices=lambda: [*sorted(KERNELS), "auto"]),
-    "constraint_kernel": Field((str,), choices=lambda: ["same", *sorted(KERNELS), "auto"]),
-    "categorical_lengthscale": Field((str,), choices=("shared", "per-choice")),
-    "amplitude": Field((float,), above=0),
-    "lengthscale": Field((float,), above=0),
-    "noise": Field((float,), above=0),
-    "noise_floor": Field((float,), above=0, below=0.5),
-    "refit_every": Field((int,), minimum=1),
-    "refit_dense_until": Field((int,), minimum=0),
-    "refit_growth": Field((float,), minimum=0),
-    "refit_apply": Field((str,), choices=("next", "now")),
-    "lengthscale_prior": Field((bool,)),
-    "fit_max_points": Field((int,), minimum=1),
-    "fit_restarts": Field((int,), minimum=0),
-    "n_initial": Field((int,), words=("auto", "lean"), minimum=0),
-    "startup_until_result": Field((bool,)),
-    "context_kernel": Field((str,), choices=("product", "shared", "shared-level")),
-    "n_candidates": Field((int,), minimum=1),
-    "n_local": Field((int,), minimum=0),
-    "n_starts": Field((int,), minimum=0),
-    "refine": Field((str,), choices=("joint", "each")),
-    "discrete_search": Field((str,), choices=("local", "round")),
-    "random_fraction": Field((float,), minimum=0, below=1),
-    "running_correlation": Field((float, None), above=0, maximum=1),
-    "finish_by_deadline": Field((bool,)),
-    "idle_near_deadline": Field((bool,)),
-    "new_context": Field((str,), choices=("ucb", "mean")),
-    "seed": Field((int,)),
-    "constraints": Field((list, tuple)),
-    "constraint_handler": Field((str,), choices=lambda: list(HANDLERS)),
-    "handler_options": Field((dict,)),
-    "beta_g": Field((float, None), above=0),
-    "b_c": Field((float,), minimum=0),
-    "use_elapsed_bound": Field((bool,)),
-    "budget_scale": Field((str,), choices=("log", "linear")),
-    "budget_bound": Field((str,), choices=("median", "mean")),
-    "stop_margin": Field((float, None), minimum=0),
-    "sliding_window": Field((int, None), minimum=2),
-    "exact_until": Field((int, None), minimum=1),
-    "subset_size": Field((int,), minimum=1),
+    "kernel": "se", "output_warp": "none", "n_initial": 1, "refit_every": 10,
+    "constraint_handler": "rpol", "exact_until": None,
+    "research": {
+        "censoring": "hard", "delay_lambda_power": 0.0, "prior_mean": "zero",
+        "refit_dense_until": 0, "lengthscale_prior": False, "censor_at_partial": False,
+        "discrete_search": "round", "categorical_lengthscale": "per-choice",
+        "budget_scale": "linear", "context_kernel": "product", "refit_growth": 0.0,
+        "running_correlation": None, "refine": "each", "new_context": "ucb",
+        # the cap the reproductions ran with, kept when the default fell to 250 (App. C fits
+        # on every result; the cap is the product's)
+        "fit_max_points": 500,
+    },
 }

@@ -10,7 +10,7 @@ import numpy as np
 
 from .constraints import feasible
 from .persist import envelope, opened
-from .settings import PAPER_EXACT, Settings
+from .settings import PAPER_EXACT, Settings, by_name
 from .space import SearchSpace
 from .trial import Status, Trial, upgrade_v1
 from .warp_choice import CHOOSING_RULES
@@ -43,12 +43,13 @@ def changing_state(opt: Optimizer) -> dict[str, Any]:
 def built_with(state: Mapping[str, Any]) -> tuple[SearchSpace, Settings, np.ndarray | None]:
     """The space, settings and domain a saved optimizer was built with (checking the format)."""
     opened(state, STATE_FORMAT, (1, STATE_VERSION), "the optimizer state")
-    # a state saved before a setting existed ran with the paper's value of it
-    older = {k: v for k, v in PAPER_EXACT.items() if k not in state["settings"]}
-    if (state["settings"].get("output_warp") == "auto" and "warp" in state
-            and "rule" not in state["warp"]):
-        older["output_warp"] = "none-or-copula"     # what auto was before tail-or-copula (2026-11-28)
-    settings = Settings.from_dict({**state["settings"], **older})
+    saved = dict(state["settings"])
+    if "research" not in saved:     # saved before the research switches were grouped
+        # a state saved before a setting existed ran with the paper's value of it
+        saved.update({k: v for k, v in by_name(PAPER_EXACT).items() if k not in saved})
+    if saved.get("output_warp") == "auto" and "warp" in state and "rule" not in state["warp"]:
+        saved["output_warp"] = "none-or-copula"     # what auto was before tail-or-copula
+    settings = Settings.from_dict(saved)
     domain = None if state["domain"] is None else np.asarray(state["domain"])
     return SearchSpace.from_dict(state["space"]), settings, domain
 

@@ -40,7 +40,7 @@ class PosteriorView:
         variation-budget terms Gamma_t (which need the unknown path length P_T) are 0.
         """
         offset, s = 0.0, self.settings
-        centred = s.prior_mean if objective else s.constraint_prior_mean
+        centred = s.research.model.prior_mean if objective else s.research.model.constraint_prior_mean
         if centred == "mean" and done:
             offset = float(np.mean(targets(done)))
             y_all, plain = y_all - offset, targets
@@ -55,10 +55,10 @@ class PosteriorView:
         s = self.settings
         model.sync(done)
         if refit and self.algorithm.estimate != "random":
-            model.maybe_refit(done, targets(done), s.refit_every, s.fit_max_points,
-                              s.fit_restarts, rng, s.refit_dense_until, s.lengthscale_prior,
-                              s.refit_growth, s.refit_apply == "next", self.fit_pool)
-        soft = s.censoring == "soft" and self.algorithm.pending == "censor"
+            model.maybe_refit(done, targets(done), s.refit_every, s.research.fitting.fit_max_points,
+                              s.research.fitting.fit_restarts, rng, s.research.fitting.refit_dense_until, s.research.fitting.lengthscale_prior,
+                              s.research.fitting.refit_growth, s.research.fitting.refit_apply == "next", self.fit_pool)
+        soft = s.research.censored.censoring == "soft" and self.algorithm.pending == "censor"
         if s.sliding_window:
             recent = list(trials[-int(s.sliding_window):])
             first = recent[0].start_index if recent else 0
@@ -78,7 +78,7 @@ class PosteriorView:
     def believes_pending_g(self) -> bool:
         """``Settings.constraint_pending`` "mean" under soft censoring (``_soft``)."""
         s = self.settings
-        return (s.constraint_pending == "mean" and s.censoring == "soft"
+        return (s.research.censored.constraint_pending == "mean" and s.research.censored.censoring == "soft"
                 and self.algorithm.pending == "censor")
 
     def X(self, trials: Sequence[Trial]) -> np.ndarray:
@@ -112,15 +112,15 @@ class PosteriorView:
         ids = {tr.trial_id for tr in done}
         cens = [tr for tr in trials if tr.trial_id not in ids]
         yc = y_all[[tr.start_index for tr in cens]] if cens else np.zeros(0)
-        Xc, past = self.X(cens), self.settings.believe_past
+        Xc, past = self.X(cens), self.settings.research.censored.believe_past
         if not objective and self.believes_pending_g and cens:
             yc = np.maximum(yc, Posterior(gp, y_done, gp).predict(Xc)[0])
         if objective and cens:
             s = self.settings
             running = np.array([tr.status == Status.RUNNING for tr in cens])
             wide = past is not None and int(running.sum()) > past
-            stopped = s.stopped_objective == "mean" and s.stop_margin is not None
-            blend = s.running_objective == "blend" or (s.running_objective == "auto"
+            stopped = s.research.censored.stopped_objective == "mean" and s.stop_margin is not None
+            blend = s.research.censored.running_objective == "blend" or (s.research.censored.running_objective == "auto"
                                                        and not self.budgeted)
             blend = blend and not wide and len(y_done) > 0
             if wide or stopped or blend:        # otherwise no trial is believed: no pass over them
@@ -135,4 +135,4 @@ class PosteriorView:
                         mean = np.where(running[believed], y_min + known * np.maximum(mean - y_min, 0.0),
                                         mean)
                     yc[believed] = mean
-        return soft_view(gp, y_done, Xc, yc, self.settings.censor_noise)
+        return soft_view(gp, y_done, Xc, yc, self.settings.research.censored.censor_noise)

@@ -26,6 +26,7 @@ WARP_CHOICE_FROM = 20         # the first choice once this many usable results a
                               # ranked: fewer, and the choice flips from one result to the next)
 WARP_CHOICE_EVERY = 1.25      # decide again once the usable results grew by this factor
 WARP_CHOICE_RHO = 0.8         # the plain GP only where it ranks the better half at least this well
+WARP_MARGIN = 0.1             # the held-out rank correlation by which one choice must beat the other
 
 
 def loo_means(kernel: Kernel, hyper: Hyperparameters, X: np.ndarray, y: np.ndarray) -> np.ndarray:

@@ -105,8 +105,10 @@ def study_optimizer_defaults(algorithm: Any = None, context: bool = False) -> di
     return defaults
 
 
-def optimizer_settings(data: Any) -> Settings:
-    """The ``optimizer`` section as Settings (unknown keys and bad values are ConfigErrors)."""
+def optimizer_settings(data: Any, defaults: Mapping[str, Any] | None = None) -> Settings:
+    """The ``optimizer`` section over ``defaults`` (setting and switch names: a study's,
+    ``study_optimizer_defaults``) as Settings; unknown keys, a research switch outside
+    ``research`` and bad values are ConfigErrors."""
     if data is None:
         data = {}
     if not isinstance(data, Mapping):
@@ -122,9 +124,9 @@ def optimizer_settings(data: Any) -> Settings:
         if not (isinstance(b, (list, tuple)) and len(b) == 2):
             raise ConfigError(f"optimizer.objective_bounds: expected [low, high], got {b!r}")
     try:
-        from tuner.core.settings import Settings   # scipy: imported when a config is read
+        from tuner.core.settings import Settings, overridden   # scipy: imported when a config is read
 
-        s = Settings.from_dict(data)
+        s = overridden(Settings.from_dict(defaults or {}), data, "optimizer")
         s.validate("optimizer")
     except (TypeError, ValueError) as exc:
         raise ConfigError(str(exc)) from exc
@@ -452,17 +454,16 @@ def load_study(source: str | Path | Mapping[str, Any],
                                           {**OBJECTIVE_SCHEMA, "metric": Field((str,), trainable.objective)}))
     budget = _budget_section(top["budget"]) if top["budget"] else None
     run = _run_section(top["run"])
-    asked = top["optimizer"] or {}
-    opt = {**study_optimizer_defaults(asked.get("algorithm") if isinstance(asked, Mapping) else None,
-                                      top["context"] is not None), **asked}
+    opt = dict(top["optimizer"] or {})
     for key, section in (("mode", "objective.mode"), ("objective_bounds", "objective.bounds")):
         if key in opt:
             raise ConfigError(f"optimizer.{key}: set it as {section}")
     opt.setdefault("seed", run.seed)
     opt["mode"] = objective.mode
     opt["objective_bounds"] = objective.bounds
+    defaults = study_optimizer_defaults(opt.get("algorithm"), top["context"] is not None)
     cfg = StudyConfig(study, trainable.name, options, dict(space_spec), objective, budget,
-                      optimizer_settings(opt), run, RaySection(**check_section("ray", top["ray"], RAY_SCHEMA)),
+                      optimizer_settings(opt, defaults), run, RaySection(**check_section("ray", top["ray"], RAY_SCHEMA)),
                       _mlflow_section(top["mlflow"]), top["output"], fn,
                       *_progress_sections(top, trainable, options),
                       *_context_sections(top, space_spec))

@@ -36,7 +36,8 @@ from typing import Any, Callable
 
 from tuner.core.optimizer import Optimizer
 from tuner.core.persist import StateError
-from tuner.core.settings import Settings
+from tuner.core.research import GROUP_OF
+from tuner.core.settings import Settings, by_name
 from tuner.core.trial import Status
 from tuner.loop.loop import FailFast, Limits, StopOnSignal, StudyFailed, StudyLoop
 
@@ -71,7 +72,7 @@ def at_defaults(keys: list[str], now: dict[str, Any], context: bool = False) -> 
     """Every one of these optimizer settings is at today's study default (with or without a
     ``context``): a resumed study whose saved settings differ only there differs because a
     default changed since it started, not because the user asked for it."""
-    defaults = {**Settings().to_dict(), **study_optimizer_defaults(now.get("algorithm"), context)}
+    defaults = {**by_name(Settings().to_dict()), **study_optimizer_defaults(now.get("algorithm"), context)}
     return all(k in defaults and _text(now.get(k)) == _text(defaults[k]) for k in keys)
 
 
@@ -200,16 +201,19 @@ class StudyRunner:
             # a relative budget keeps the limit measured when the study started
             self.cfg = cfg = cfg.with_budget(old_budget["seconds"], old_budget.get("reference_seconds"))
         new = cfg.resolved()
-        changed = [k for k in IDENTITY if _text(state["config"].get(k)) != _text(new[k])]
+        saved = {**state["config"], "optimizer": by_name(state["config"]["optimizer"] or {})}
+        new["optimizer"] = by_name(new["optimizer"])
+        changed = [k for k in IDENTITY if _text(saved.get(k)) != _text(new[k])]
         kept: list[str] = []
         if "optimizer" in changed:
-            diff = sorted(_differing(state["config"]["optimizer"] or {}, new["optimizer"]))
+            diff = sorted(_differing(saved["optimizer"], new["optimizer"]))
             with_context = cfg.context is not None
             if at_defaults(diff, new["optimizer"], with_context):
                 kept = diff
                 changed.remove("optimizer")
             else:     # name what the user changed, not a default that moved since
-                asked = [k for k in diff if not at_defaults([k], new["optimizer"], with_context)]
+                asked = ["research." * (k in GROUP_OF) + k for k in diff
+                         if not at_defaults([k], new["optimizer"], with_context)]
                 changed[changed.index("optimizer")] = "optimizer: " + ", ".join(asked)
         if changed:
             raise ConfigError(f"--resume: the config changed {changed} since the study started; "
@@ -220,9 +224,10 @@ class StudyRunner:
             kept.append("output_warp")     # auto saved before it meant tail-or-copula (state.built_with)
         if kept:      # the study goes on as it started: its saved settings, said once
             self.cfg = cfg = dataclasses.replace(cfg, settings=optimizer.settings)
-            was = optimizer.settings.to_dict()     # a setting newer than the state: its value there
+            was = by_name(optimizer.settings.to_dict())     # a setting newer than the state: its value there
             self.progress.message("--resume: the study keeps the settings it started with: " + "; ".join(
-                f"optimizer.{k} = {json.dumps(was[k])} (the default is now {json.dumps(new['optimizer'][k])})"
+                f"optimizer.{'research.' * (k in GROUP_OF)}{k} = {json.dumps(was[k])} (the default is now "
+                f"{json.dumps(new['optimizer'][k])})"
                 for k in kept))
         s = state["session"]
         where = s["where"] if version >= 2 else {   # 1: outcomes held it

@@ -97,7 +97,7 @@ class RayExecutor:
     def __init__(self, cfg: StudyConfig):
         self.address, self.run = cfg.ray.address, cfg.run
         s = cfg.settings    # deferred fits due (Settings.refit_apply): their actor starts with Ray
-        self.fits_due = s.refit_apply == "next" and cfg.run.trials > s.fit_max_points
+        self.fits_due = s.research.fitting.refit_apply == "next" and cfg.run.trials > s.research.fitting.fit_max_points
         self.trainable_name = cfg.trainable
         self.trainable = ship_trainable(cfg)
         self.options = cfg.trainable_options

@@ -87,7 +87,7 @@ from ray.util.debug import log_once
 
 from tuner.core.fields import Field
 from tuner.core.optimizer import Optimizer
-from tuner.core.settings import Settings
+from tuner.core.settings import Settings, overridden
 from tuner.core.persist import envelope, opened, write_atomic
 from tuner.core.space import SearchSpace, SpaceError, check_value
 from tuner.core.trial import Status
@@ -277,20 +277,19 @@ class TunerSearch(Searcher):
                 {"metric": budget_metric, "limit": budget, "type": "budget"}]
         if objective_bounds is not None:
             objective_bounds = [float(objective_bounds[0]), float(objective_bounds[1])]
-        self._settings: dict[str, Any] = {"algorithm": algorithm,
-                                          "objective_bounds": objective_bounds,
-                                          "seed": int(seed),
-                                          **study_optimizer_defaults(algorithm, context is not None),
-                                          # off here: a Tune trial's time from suggestion to
-                                          # result includes its actor's start, so the shortest
-                                          # run is overstated and the search would end too soon
-                                          "idle_near_deadline": False,
-                                          **optimizer_settings}
-        if "mode" in self._settings:
+        if "mode" in optimizer_settings:
             raise ValueError("pass mode as TunerSearch(mode=...), not as an optimizer setting")
+        # off here: a Tune trial's time from suggestion to result includes its actor's start, so
+        # the shortest run is overstated and the search would end too soon
+        study = Settings.from_dict({**study_optimizer_defaults(algorithm, context is not None),
+                                    "idle_near_deadline": False})
         # Validate every setting now (unknown names, bad values, unknown algorithm), not at the
         # first suggestion deep inside a Ray run.
-        Settings.from_dict({**self._settings, "mode": mode or "max"}).validate()
+        settings = overridden(study, {"algorithm": algorithm, "objective_bounds": objective_bounds,
+                                      "seed": int(seed), "mode": mode or "max",
+                                      **optimizer_settings}, "TunerSearch")
+        settings.validate()
+        self._settings: dict[str, Any] = settings.to_dict()
         if not _jsonable(self._settings):
             raise ValueError("optimizer settings must be JSON-serializable (they are checkpointed)")
 
@@ -337,8 +336,9 @@ class TunerSearch(Searcher):
             self._metric = DEFAULT_METRIC   # as Ray's searchers do when only a mode is given
         self._points = [_check_point(self._space, p, f"points_to_evaluate[{i}]")
                         for i, p in enumerate(self._points)]
-        self.optimizer = Optimizer(self._space, clock=self._clock, mode=self._mode,
-                                   context_space=self._context_space, **self._settings)
+        self.optimizer = Optimizer(self._space, Settings.from_dict(self._settings),
+                                   clock=self._clock, mode=self._mode,
+                                   context_space=self._context_space)
         if self._context is not None:
             self.optimizer.contexts.encode(self._context)     # a bad context fails here, not later
         evaluated, self._evaluated = self._evaluated, []
