@@ -65,7 +65,7 @@ def test_baselines_count_a_late_result_whenever_it_arrives(algorithm):
 
 
 def test_by_default_a_late_result_counts_when_it_arrives():
-    """Default m = inf (docs/evidence.md, "Censoring window"): censored while running, never after."""
+    """Default m = inf (docs/research/notes/evidence.md, "Censoring window"): censored while running, never after."""
     opt = Optimizer(SPACE, clock=SimClock(), seed=0, objective_bounds=(0.0, 1.0))
     assert opt.window.size == float("inf")
     first = opt.suggest().trial_id

@@ -34,8 +34,9 @@ def test_fits_in_the_actor_give_the_suggestions_of_fits_in_the_driver(ray_sessio
 def test_a_study_past_fit_max_points_runs_its_fits_in_the_actor(ray_session, tmp_path):
     cfg = load_study({"study": "fits", "trainable": "synthetic",
                       "trainable_options": {"time_scale": 0.02, "cv": 0.5},
-                      "optimizer": {"n_candidates": 256, "n_local": 32, "n_starts": 1,
-                                    "fit_max_points": 6, "refit_every": 3, "refit_apply": "next"},
+                      "optimizer": {"n_candidates": 256, "refit_every": 3,
+                                    "research": {"n_local": 32, "n_starts": 1, "fit_max_points": 6,
+                                                 "refit_apply": "next"}},
                       "run": {"trials": 24, "max_concurrent": 2, "seed": 0},
                       "mlflow": {"tracking_uri": sqlite_store(tmp_path)},
                       "output": str(tmp_path / "runs")})

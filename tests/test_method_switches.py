@@ -395,7 +395,7 @@ def test_a_study_fills_a_wide_pool_inside_the_box_before_any_result():
     """16 workers on 2 parameters: a study (``startup_until_result`` among its defaults) starts
     16 Sobol points, none on a face of the box; past the 4-point design, a GP with no result
     would pick the points farthest from the pending ones, on the faces and corners."""
-    from tuner.study.config import STUDY_OPTIMIZER_DEFAULTS
+    from tuner.study.defaults import STUDY_OPTIMIZER_DEFAULTS
 
     square = {f"x{i}": {"type": "float", "low": 0.0, "high": 1.0} for i in range(2)}
 

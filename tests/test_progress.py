@@ -353,7 +353,8 @@ def _by_epoch(config):
 
 def test_a_study_takes_grace_auto_and_names_the_field_for_a_bad_grace(tmp_path):
     from tuner.study.budget import stopping_rules
-    from tuner.study.config import ConfigError, load_study
+    from tuner.study.schema import ConfigError
+    from tuner.study.config import load_study
 
     def config(grace, **more):
         return load_study({"study": "s", "trainable": _by_epoch,

@@ -15,7 +15,7 @@ SCRIPT = '''
 import json, os, sys, time
 import ray
 import tuner
-from tuner.study.config import ConfigError
+from tuner.study.schema import ConfigError
 
 def fit(config):
     time.sleep(0.4)

@@ -20,14 +20,15 @@ from mlflow.tracking import MlflowClient
 
 from tuner.core.trial import Status
 from tuner.app.wiring import study_runner
-from tuner.study.config import ConfigError, load_study
+from tuner.study.schema import ConfigError
+from tuner.study.config import load_study
 from tuner.study.progress import Progress
 from tuner.study.state import read_study_state
 from stores import sqlite_store
 
 pytestmark = pytest.mark.slow      # real Ray and MLflow: `pytest -m "not slow"` skips them
 
-FAST = {"n_candidates": 256, "n_local": 32, "n_starts": 1}
+FAST = {"n_candidates": 256, "research": {"n_local": 32, "n_starts": 1}}
 
 
 def study(tmp_path: Path, **sections) -> dict:

@@ -217,7 +217,8 @@ def test_resume_after_an_upgrade_that_changed_a_default_keeps_the_studys_setting
     import pytest
 
     from tuner.core.settings import Settings
-    from tuner.study.config import ConfigError, load_study
+    from tuner.study.schema import ConfigError
+    from tuner.study.config import load_study
     from tuner.study.runner import StudyRunner
 
     def config(**optimizer):
@@ -289,7 +290,9 @@ def test_the_built_in_study_started_before_its_budget_changed_resumes_with_the_o
     stop included, and says so; a budget the user changed is still refused."""
     import pytest
 
-    from tuner.study.config import DEFAULT_STUDY, EARLIER_DEFAULT_BUDGETS, ConfigError, load_study
+    from tuner.study.defaults import DEFAULT_STUDY, EARLIER_DEFAULT_BUDGETS
+    from tuner.study.schema import ConfigError
+    from tuner.study.config import load_study
     from tuner.study.runner import StudyRunner
 
     def built_in(**budget):

@@ -131,7 +131,7 @@ def test_evaluated_rewards_are_told_not_run(ray_session, tmp_path):
 def test_earlier_results_at_other_contexts_steer_the_search_to_this_one():
     """add_evaluated_point(..., context=...) feeds results of earlier experiments with their
     contexts; the searcher's own context then picks where the optimum moves (001 §5).  A smooth
-    function, so the optimizer's own defaults, not a study's (ranks: docs/method.md)."""
+    function, so the optimizer's own defaults, not a study's (ranks: docs/research/notes/method.md)."""
     searcher = TunerSearch({"x": tune.uniform(0.0, 1.0)}, metric="loss", mode="min", seed=0,
                            context_space={"n_rows": {"type": "float", "low": 0.0, "high": 1.0}},
                            context={"n_rows": 0.5}, objective_bounds=(0.0, 1.0),
@@ -518,7 +518,7 @@ path, how = sys.argv[1], sys.argv[2]
 ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
 if how == "new":
     search = TunerSearch(metric="score", mode="max", seed=0, time_attr="epoch", max_t=EPOCHS,
-                         n_candidates=128, n_local=16, n_starts=1)
+                         n_candidates=128, research={"n_local": 16, "n_starts": 1})
     tuner = tune.Tuner(fit, param_space={"lr": tune.loguniform(1e-4, 1.0),
                                          "width": tune.lograndint(8, 256)},
                        tune_config=tune.TuneConfig(

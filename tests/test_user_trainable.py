@@ -16,7 +16,8 @@ from mlflow.tracking import MlflowClient
 
 import tuner
 from tuner.app.cli import main as cli_main
-from tuner.study.config import ConfigError, load_study
+from tuner.study.schema import ConfigError
+from tuner.study.config import load_study
 from trainables import FunctionTrainable, get_trainable
 
 from stores import sqlite_store
@@ -81,7 +82,7 @@ def test_a_function_is_named_module_and_qualname_and_must_return_metrics():
 def test_tuner_run_from_python_tunes_a_function_within_its_budget(ray_session, tmp_path, capsys):
     uri = sqlite_store(tmp_path)
     result = tuner.run(fit, space=SPACE, objective="score", budget=2.0, trials=10,
-                       max_concurrent=2, optimizer={"n_candidates": 256, "n_local": 32},
+                       max_concurrent=2, optimizer={"n_candidates": 256, "research": {"n_local": 32}},
                        mlflow={"tracking_uri": uri}, output=str(tmp_path / "runs"))
     assert result.status == "FINISHED" and result.count("FINISHED") == 10
     best = result.best
@@ -144,7 +145,7 @@ def test_tuner_run_cli_tunes_module_function_from_yaml(tmp_path):
     config = {"study": "from-yaml", "trainable": "usertrain:fit", "space": SPACE,
               "objective": {"metric": "score", "mode": "max"}, "budget": {"limit": 5.0},
               "run": {"trials": 6, "max_concurrent": 2},
-              "optimizer": {"n_candidates": 256, "n_local": 32},
+              "optimizer": {"n_candidates": 256, "research": {"n_local": 32}},
               "mlflow": {"tracking_uri": sqlite_store(tmp_path)}}
     (tmp_path / "study.yaml").write_text(yaml.safe_dump(config))
     cli = Path(sys.executable).parent / "tuner"          # the console script users run

@@ -1,4 +1,4 @@
-"""Re-tuning (README "Re-tune when the data changes"): a study's context, and earlier studies it
+"""Re-tuning (docs/how-to/retune-when-data-changes.md): a study's context, and earlier studies it
 learns from, read from their folders or from MLflow once a folder is gone.  Config errors and
 the carry-over without Ray; real studies on the session's Ray with real MLflow."""
 
@@ -13,7 +13,8 @@ import tuner
 from tuner.app.cli import context_pairs
 from tuner.app.cli import main as cli_main
 from tuner.core.optimizer import Optimizer
-from tuner.study.config import ConfigError, load_study
+from tuner.study.schema import ConfigError
+from tuner.study.config import load_study
 from tuner.study.warm import Earlier, carry, context_space, earlier_studies
 from stores import sqlite_store
 
@@ -123,7 +124,7 @@ def test_context_on_the_command_line():
 def test_a_study_learns_from_earlier_ones_in_folders_and_in_mlflow(ray_session, tmp_path, capsys):
     uri, out = sqlite_store(tmp_path), str(tmp_path / "runs")
     common = dict(space=SPACE, objective="score", max_concurrent=2, mlflow={"tracking_uri": uri},
-                  output=out, optimizer={"n_candidates": 256, "n_local": 32})
+                  output=out, optimizer={"n_candidates": 256, "research": {"n_local": 32}})
     a = tuner.run(fit, study="small", context={"rows": 100}, trials=8, **common)
     assert a.status == "FINISHED" and a.count("FINISHED") == 8
     capsys.readouterr()
@@ -183,5 +184,5 @@ def _yaml(tmp_path, name, fn):
     path.write_text(yaml.safe_dump({
         "study": name, "trainable": f"{fn.__module__}:{fn.__name__}", "space": SPACE,
         "objective": {"metric": "score"}, "run": {"max_concurrent": 2},
-        "optimizer": {"n_candidates": 256, "n_local": 32}}))
+        "optimizer": {"n_candidates": 256, "research": {"n_local": 32}}}))
     return path

@@ -9,7 +9,7 @@ spent on runs that did not finish.  ``--trials`` sets the trials of both; ``--ep
 lets the reporting study run more trials (it spends less per trial); ``--rules`` runs it again
 with other ``early_stopping`` rules (none, asha, curve; ``asha:auto`` or ``asha:9`` with that grace).
 
-    python scripts/bench/bench_epochs.py --seeds 3 --out docs/results/epochs
+    python scripts/bench/bench_epochs.py --seeds 3 --out docs/research/results/epochs
 """
 
 from __future__ import annotations

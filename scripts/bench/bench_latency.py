@@ -12,7 +12,7 @@ machine; the load average is recorded with them (the machine is shared).
 Each (n, d) runs in a process of its own, so the peak resident memory (RSS) reported is that
 case's alone (numpy, scipy and the optimizer; torch too for GPSampler).
 
-    python scripts/bench/bench_latency.py --out docs/results/latency
+    python scripts/bench/bench_latency.py --out docs/research/results/latency
     python scripts/bench/bench_latency.py --n 400 2000 10000 30000 100000 --dims 3 8 --pending 8
 """
 

@@ -12,7 +12,7 @@ the suggestion cost inside each loop) run three ways on one local Ray instance:
 Utilization = sum of the sleeps / (slots x span), span = first trial start to last trial end,
 both measured inside the trials; overhead per trial = (slots x span - sum of sleeps) / trials.
 
-    python scripts/bench/bench_orchestration.py --trials 60 --slots 2 8 --out docs/results/orchestration
+    python scripts/bench/bench_orchestration.py --trials 60 --slots 2 8 --out docs/research/results/orchestration
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ call, with the MLflow writer's start-up and the MLflow backlog it sends after th
 Ray is started as ``tuner run`` starts it (``local_ray_config``).  Also: the peak memory (RSS)
 of the driver, and of the MLflow writer process (the largest child process waited for).
 
-    python scripts/bench/bench_run_loop.py --trials 200 --slots 2 8 --out docs/results/run_loop
+    python scripts/bench/bench_run_loop.py --trials 200 --slots 2 8 --out docs/research/results/run_loop
 """
 
 from __future__ import annotations

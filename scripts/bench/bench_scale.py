@@ -3,9 +3,9 @@ score and what it saves in time, in simulated asynchronous studies on the harnes
 
     # the approximation against the exact GP, paired by seed: W = 16, 800 trials, the subset
     # switched on early (past 200 trials, 150 of them) so that it covers most of each run
-    python scripts/bench/bench_scale.py quality --out docs/results/scale
+    python scripts/bench/bench_scale.py quality --out docs/research/results/scale
     # 20 000 trials on 256 workers: the default, random search and Optuna's TPE, one process each
-    python scripts/bench/bench_scale.py study --methods tuner random optuna-tpe --out docs/results/scale
+    python scripts/bench/bench_scale.py study --methods tuner random optuna-tpe --out docs/research/results/scale
 
 Rows are appended to ``quality.csv`` / ``study.csv`` as runs finish (an interrupted run resumes);
 the tables ``quality.md`` / ``study.md`` are written from every row at the end.  Scores are the

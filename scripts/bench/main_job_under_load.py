@@ -8,7 +8,7 @@ run a 6-trial version of this (`tests/test_busy_machine.py`); this is the full 3
 With ``--after-budget`` the burners start only once the budget is measured (the load changes
 mid-study); each row also records the best score within the budget and the trials over it.
 
-    python scripts/bench/main_job_under_load.py --burners 0 2 --out docs/results/main_job
+    python scripts/bench/main_job_under_load.py --burners 0 2 --out docs/research/results/main_job
     python scripts/bench/main_job_under_load.py --burners 2 --after-budget --seeds 0 1 2 -- configs/cnn.yaml
 """
 

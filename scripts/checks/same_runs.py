@@ -77,7 +77,7 @@ def _special(name: str) -> str:
 
     from tuner import Optimizer, Settings
     from tuner.loop.simulator import RunTime, simulate
-    from tuner.study.config import study_optimizer_defaults
+    from tuner.study.defaults import study_optimizer_defaults
 
     branin = {"x0": {"type": "float", "low": -5.0, "high": 10.0},
               "x1": {"type": "float", "low": 0.0, "high": 15.0}}

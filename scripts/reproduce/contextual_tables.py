@@ -1,15 +1,15 @@
-"""The tables of docs/contextual.md "A level of each context": cumulative regret and re-tune
+"""The tables of docs/research/notes/contextual.md "A level of each context": cumulative regret and re-tune
 queries per method, and paired differences, from several runs of reproduce_contextual.py
 (the level methods from the first folder of each setting only: the final tree).
 
-    python scripts/reproduce/contextual_tables.py [docs/results/contextual/level-2026-11-26]
+    python scripts/reproduce/contextual_tables.py [docs/research/results/contextual/level-2026-11-26]
 """
 import sys
 
 import numpy as np
 import pandas as pd
 
-S = (sys.argv[1] if len(sys.argv) > 1 else "docs/results/contextual/level-2026-11-26").rstrip("/") + "/"
+S = (sys.argv[1] if len(sys.argv) > 1 else "docs/research/results/contextual/level-2026-11-26").rstrip("/") + "/"
 sets={"multitask":(["f_mt","mt_level60b","mt_level60","mt_fig4","mt_peers60"],"T=150"),
       "digits":(["f_digits","digits_30"],"T=600"),"breast_cancer":(["f_breast_cancer","breast_cancer_30"],"T=600")}
 LEVEL={"cgp-ucb-level-mean","cgp-ts-level-mean"}

@@ -13,7 +13,7 @@ One query per iteration; beta = 1; SE kernel refit by marginal likelihood every 
     fig5a  GP-TS-SDF vs asy-TS vs GP-BTS, Poisson(10), m = 20
     fig5b  the same with every delay fixed at 10, m = 10
 
-How the paper's protocol is mapped onto ``tuner.loop.simulator`` (see docs/results/bosdf_synthetic.md):
+How the paper's protocol is mapped onto ``tuner.loop.simulator`` (see docs/research/results/bosdf_synthetic.md):
 
 * Delays follow eq. 1: a query s with delay d is available when query s + max(d, 1) is chosen
   (d <= t - s), so d = 0 and d = 1 both mean "known before the next query".  The simulator
@@ -28,7 +28,7 @@ How the paper's protocol is mapped onto ``tuner.loop.simulator`` (see docs/resul
   authors' code records).  ``regret_arrived`` in results.csv counts every result that has
   arrived, also the ones an SDF method discarded as too late.
 
-    python scripts/reproduce/reproduce_bosdf_synthetic.py --runs 30 --T 200 --out docs/results/bosdf_synthetic
+    python scripts/reproduce/reproduce_bosdf_synthetic.py --runs 30 --T 200 --out docs/research/results/bosdf_synthetic
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ The paper runs T = 10,000 rounds and reports the number of violating rounds N (C
 Rand well below UCB).  Here T = 1000 by default (the GP's cost grows with T), with RPOL-UCB on
 the same draws for reference.
 
-    python scripts/reproduce/reproduce_cbo.py --runs 20 --T 1000 --out docs/results/constraints
+    python scripts/reproduce/reproduce_cbo.py --runs 20 --T 1000 --out docs/research/results/constraints
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--T", type=int, default=1000)
     ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--out", default="docs/results/constraints")
+    ap.add_argument("--out", default="docs/research/results/constraints")
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

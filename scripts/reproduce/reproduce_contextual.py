@@ -34,7 +34,7 @@ Candidate sets are cut to 256 Sobol points + 32 local ones for every method (the
 paths; Thompson draws on 1 152 candidates at n = 600 would take a minute per run).
 
     python scripts/reproduce/reproduce_contextual.py --dataset digits --runs 10 \
-        --out docs/results/contextual/digits          # add --defaults for the product settings
+        --out docs/research/results/contextual/digits          # add --defaults for the product settings
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ from tuner import PAPER_EXACT, Optimizer, Settings  # noqa: E402
 from tuner.core.optimizer import Suggestion  # noqa: E402
 from tuner.core.space import SearchSpace  # noqa: E402
 from tuner.loop.simulator import SimClock  # noqa: E402
-from tuner.study.config import study_optimizer_defaults  # noqa: E402
+from tuner.study.defaults import study_optimizer_defaults  # noqa: E402
 
 TABLES = Path(__file__).resolve().parents[2] / "tuner" / "bench" / "tables"
 DATASETS = ("breast_cancer", "digits")

@@ -108,7 +108,7 @@ def main(argv: list[str] | None = None) -> None:
                     help="subset of the six; the UCB- and TS-based groups are plotted apart")
     ap.add_argument("--delays", default=",".join(DELAYS))
     ap.add_argument("--processes", type=int, default=2)
-    ap.add_argument("--out", type=Path, default=Path("docs/results/paper001_hpo"))
+    ap.add_argument("--out", type=Path, default=Path("docs/research/results/paper001_hpo"))
     ap.add_argument("--cache", type=Path, default=None,
                     help="directory keeping each run's curve; runs found there are not redone")
     args = ap.parse_args(argv)

@@ -22,9 +22,9 @@ the same for every method), objective bounds [-7, 1] (the GP's [0, 1] targets; t
 scale).  CBO: B = 7 (the bound on |f|), G = 2 (on |g|), rho = 4 B / delta with Slater slack
 delta = 0.05 (003 Thm 1: rho >= 4B/delta; -min g = 0.05), V = G sqrt(T) / rho.
 
-    python scripts/reproduce/reproduce_rpol.py --runs 20 --T 300 --out docs/results/constraints
+    python scripts/reproduce/reproduce_rpol.py --runs 20 --T 300 --out docs/research/results/constraints
     python scripts/reproduce/reproduce_rpol.py --runs 20 --T 300 --figs fig2-ablation \
-        --out docs/results/constraints/ablation
+        --out docs/research/results/constraints/ablation
 """
 
 from __future__ import annotations
@@ -100,7 +100,7 @@ def main() -> None:
     ap.add_argument("--T", type=int, default=300)
     ap.add_argument("--figs", nargs="*", default=None, help="subset of fig1 fig2 fig2-ablation e1-noiseless e1-noisy")
     ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--out", default="docs/results/constraints")
+    ap.add_argument("--out", default="docs/research/results/constraints")
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -15,7 +15,7 @@ how many of them, and of the leads, stand out from the seeds' spread.  Nothing c
 many pairs tested, nor for the several peers tested per loss: at p < 0.05 over 45 pairs more
 than two such losses are expected by chance alone.
 
-    python scripts/studies/best_or_tied.py docs/results/compare/runs.csv docs/results/recorded/runs.csv \
+    python scripts/studies/best_or_tied.py docs/research/results/compare/runs.csv docs/research/results/recorded/runs.csv \
         RUNS.csv --candidates tuner default-copula --seeds 10
 
 ``--table`` prints every method's medians per problem, the comparison in full.

@@ -767,7 +767,7 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=None, help="budget in trials' worth (default 100; 30 with --quick)")
     ap.add_argument("--processes", type=int, default=2, help="pool size (at most 2 on this machine)")
     ap.add_argument("--out", default=None,
-                    help="output directory (default docs/results/censoring_window; with --quick a "
+                    help="output directory (default docs/research/results/censoring_window; with --quick a "
                          "temporary directory)")
     ap.add_argument("--report-only", action="store_true", help="only rebuild tables and plots")
     ap.add_argument("--paper-only", action="store_true",
@@ -777,7 +777,7 @@ def main() -> None:
     args = ap.parse_args()
     seeds = args.seeds or (2 if args.quick else 20)
     n = args.n or (30 if args.quick else 100)
-    default_out = "/tmp/windows_quick" if args.quick else "docs/results/censoring_window"
+    default_out = "/tmp/windows_quick" if args.quick else "docs/research/results/censoring_window"
     out = Path(args.out or default_out)
     out.mkdir(parents=True, exist_ok=True)
     path = out / "runs.csv"

@@ -41,8 +41,8 @@ completed within the budget) over time; violation sum over trials of (time used 
 number of runs over budget; worker-seconds spent on runs over budget (their whole time used:
 their result is infeasible or, if stopped, absent) and its share of all worker-seconds.
 
-    python scripts/studies/compare_budget_hpo.py --runs 40 --horizon 900 --out docs/results/constraints
-    python scripts/studies/compare_budget_hpo.py --runs 40 --horizon 900 --out docs/results/constraints/window \
+    python scripts/studies/compare_budget_hpo.py --runs 40 --horizon 900 --out docs/research/results/constraints
+    python scripts/studies/compare_budget_hpo.py --runs 40 --horizon 900 --out docs/research/results/constraints/window \
         --methods "rpol+bound" "rpol+bound m=inf" "rpol+bound+stop0.5 m=inf" "rpol+bound+stop1.0 m=inf"
 """
 
@@ -133,7 +133,7 @@ def main() -> None:
     ap.add_argument("--horizon", type=float, default=900.0, help="simulated wall clock, seconds")
     ap.add_argument("--methods", nargs="*", default=None)
     ap.add_argument("--workers", type=int, default=2, help="processes")
-    ap.add_argument("--out", default="docs/results/constraints")
+    ap.add_argument("--out", default="docs/research/results/constraints")
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -10,7 +10,7 @@ time is within 25 % of the budget.  The suggestions are the configurations the s
 (PoF high by design); every 5th suggestion also probes 32 uniformly spread configurations
 (``tuner.bench.problems.uniform_configs``), which cover every PoF.
 
-    python scripts/studies/pof_calibration.py --seeds 5 --out docs/results/pof
+    python scripts/studies/pof_calibration.py --seeds 5 --out docs/research/results/pof
 """
 
 from __future__ import annotations
@@ -102,7 +102,7 @@ def main() -> None:
     ap.add_argument("--problems", nargs="*", default=list(PROBLEMS))
     ap.add_argument("--method", default="tuner", help="tuner, or an ablation variant of "
                     "tuner.bench.peers (default-linear-budget: the budget's model on the ratio)")
-    ap.add_argument("--out", default="docs/results/pof")
+    ap.add_argument("--out", default="docs/research/results/pof")
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -11,7 +11,7 @@
 # budget-mean-2026-11-29 (a study's defaults since that day) as the study's, and
 # coverage-2026-11-29/study_budget_now.csv repeats some of them with every column.
 set -eo pipefail
-R=docs/results
+R=docs/research/results
 S4="$R/coverage-2026-11-28/synthetic_w4/runs.csv $R/warp-auto-2026-11-28/synthetic_w4.csv
     $R/running-blend-2026-11-28/synthetic_w4_auto.csv $R/tail-or-copula-2026-11-28/synthetic_w4.csv
     $R/lean-design-2026-11-28/synthetic_w4.csv $R/upper-blend-2026-11-29/w4/runs.csv"

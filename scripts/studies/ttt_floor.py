@@ -10,8 +10,8 @@ prints that oracle's median time to target beside the fastest peer's median and 
 ``tuner.bench.curves`` summary), and the ratios: where the oracle's ratio to the peer is over
 0.5, no method meets the target on that (problem, W).
 
-    python scripts/studies/ttt_floor.py [--summary docs/results/curves/summary.csv]
-        [--ours tuner tuner-study] [--out docs/results/curves/ttt_floor.md]
+    python scripts/studies/ttt_floor.py [--summary docs/research/results/curves/summary.csv]
+        [--ours tuner tuner-study] [--out docs/research/results/curves/ttt_floor.md]
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ def read_summary(path: Path) -> dict[tuple[str, int], dict[str, float]]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--summary", type=Path, default=Path("docs/results/curves/summary.csv"))
+    ap.add_argument("--summary", type=Path, default=Path("docs/research/results/curves/summary.csv"))
     ap.add_argument("--ours", nargs="+", default=["tuner", "tuner-study"])
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--seed", type=int, default=0)

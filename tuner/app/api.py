@@ -12,8 +12,8 @@
     result.best        # {"trial_id", "config", "value", "metrics"}: the best trial within the budget
     # the study is named after the function (``mytrain.fit``): pass study="..." to name it
 
-Every argument is the YAML section of the same name (``configs/``, README "Study
-configuration"), validated the same way, with errors that name the field.
+Every argument is the YAML section of the same name (``configs/``,
+docs/how-to/study-files.md), validated the same way, with errors that name the field.
 """
 
 from __future__ import annotations
@@ -75,8 +75,7 @@ def run(trainable: Callable[[dict], Mapping[str, Any]] | str, *, space: Mapping[
     per trial, a multiple of a reference run (``"1.5x"``), or ``{limit, reference, metric,
     stop_margin}``. ``run``, ``optimizer``, ``ray``, ``mlflow``: the YAML sections.
     ``context``: what this study's data is (``{"n_rows": 120000}``); ``warm_start``: earlier
-    studies of the same function and space to learn from (README "Re-tune when the data
-    changes").
+    studies of the same function and space to learn from (docs/how-to/retune-when-data-changes.md).
     """
     from tuner.app.wiring import study_runner
 

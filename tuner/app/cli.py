@@ -9,7 +9,9 @@ import os
 import sys
 from typing import Any, Sequence
 
-from tuner.study.config import DEFAULT_STUDY, ConfigError, load_study
+from tuner.study.defaults import DEFAULT_STUDY
+from tuner.study.schema import ConfigError
+from tuner.study.config import load_study
 from tuner.study.executor import TrainableFailed
 
 

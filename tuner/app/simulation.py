@@ -13,7 +13,8 @@ import numpy as np
 
 from tuner.core.fields import Field
 from tuner.core.persist import write_table
-from tuner.study.config import ConfigError, check_section, optimizer_settings, read_yaml
+from tuner.study.schema import ConfigError, check_section
+from tuner.study.config import optimizer_settings, read_yaml
 
 if TYPE_CHECKING:
     from tuner.core.settings import Settings

@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from typing import Callable
 
-from tuner.study.config import StudyConfig
+from tuner.study.schema import StudyConfig
 from tuner.study.progress import Progress
 from tuner.study.runner import StudyRunner
 from tuner.study.tracking import Tracker

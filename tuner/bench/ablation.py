@@ -5,8 +5,8 @@ method, their rows in ``runs.csv`` files under the ablation folder; the peers' r
 from the side-by-side benchmark's own ``runs.csv`` (same problems, seeds and simulated clock,
 so every comparison is paired):
 
-    python -m tuner.bench.compare --methods paper soft-0.05 --out docs/results/ablation/part1
-    python -m tuner.bench.ablation                   # docs/results/ablation/summary.md
+    python -m tuner.bench.compare --methods paper soft-0.05 --out docs/research/results/ablation/part1
+    python -m tuner.bench.ablation                   # docs/research/results/ablation/summary.md
 
 For each variant and (problem, W, horizon fraction) pair, the median best feasible score over
 seeds is compared with every peer's median (a tie is within 0.1 %, as in the benchmark report).
@@ -160,8 +160,8 @@ def write(compare_runs: Path, ablation_dir: Path, methods: Sequence[str] | None 
 
 def main(argv: Sequence[str] | None = None) -> Path:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--compare", default="docs/results/compare/runs.csv")
-    ap.add_argument("--out", default="docs/results/ablation")
+    ap.add_argument("--compare", default="docs/research/results/compare/runs.csv")
+    ap.add_argument("--out", default="docs/research/results/ablation")
     ap.add_argument("--methods", nargs="*", default=None)
     args = ap.parse_args(argv)
     path = write(Path(args.compare), Path(args.out), args.methods)

@@ -2,7 +2,7 @@
 in one simulated asynchronous worker pool (``tuner.loop.simulator.simulate``) on one simulated clock.
 
     python -m tuner.bench.compare --quick --out /tmp/bench-quick     # a few minutes
-    nice -n 19 python -m tuner.bench.compare                          # full: docs/results/compare
+    nice -n 19 python -m tuner.bench.compare                          # full: docs/research/results/compare
     python -m tuner.bench.compare --report-only                       # tables and plots from runs.csv
 
 Each run: W workers, a new trial the moment one frees, log-normal run times around a mean that
@@ -169,7 +169,7 @@ def versions() -> dict[str, str]:
 def main(argv: Sequence[str] | None = None) -> Path:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="3 problems, W = 4, 2 seeds, 5 methods")
-    ap.add_argument("--out", default=None, help="default: docs/results/compare (full), a temp dir (quick)")
+    ap.add_argument("--out", default=None, help="default: docs/research/results/compare (full), a temp dir (quick)")
     ap.add_argument("--seeds", type=int, default=None)
     ap.add_argument("--problems", nargs="*", default=None)
     ap.add_argument("--methods", nargs="*", default=None)
@@ -179,7 +179,7 @@ def main(argv: Sequence[str] | None = None) -> Path:
                     help="HH:MM (local time): start no run after it; the report covers what finished")
     args = ap.parse_args(argv)
     if args.out is None:
-        out = Path(tempfile.mkdtemp(prefix="bench-quick-")) if args.quick else Path("docs/results/compare")
+        out = Path(tempfile.mkdtemp(prefix="bench-quick-")) if args.quick else Path("docs/research/results/compare")
     else:
         out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -34,7 +34,7 @@ from tuner.core.curves import CurveModel
 from tuner.core.trial import Status
 from tuner.loop.simulator import OBJECTIVE
 from tuner.loop.stopping import ASHA, CurveRule, Fidelity, PaceBudget, asha_rule
-from tuner.study.config import STUDY_OPTIMIZER_DEFAULTS
+from tuner.study.defaults import STUDY_OPTIMIZER_DEFAULTS
 
 from .peers import GZERO, STUDY_2026_11_26, Adapter, OptunaAdapter, Suggestion, syne_tune_space
 

@@ -2,7 +2,7 @@
 method's own rule, on one simulated worker pool and clock (``tuner.loop.simulator.simulate``).
 
     python -m tuner.bench.curves --quick                        # a few minutes
-    nice -n 19 python -m tuner.bench.curves                     # docs/results/curves
+    nice -n 19 python -m tuner.bench.curves                     # docs/research/results/curves
     python -m tuner.bench.curves --report-only --out DIR        # tables and plot from runs.csv
     (also: tuner bench curves ...)
 
@@ -293,7 +293,7 @@ def _plot(rows: list[dict[str, Any]], out: Path) -> None:
 def main(argv: Sequence[str] | None = None) -> Path:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="2 problems, W = 4, 2 seeds")
-    ap.add_argument("--out", default=None, help="default: docs/results/curves (full), a temp dir (quick)")
+    ap.add_argument("--out", default=None, help="default: docs/research/results/curves (full), a temp dir (quick)")
     ap.add_argument("--seeds", type=int, default=None)
     ap.add_argument("--problems", nargs="*", default=None, choices=list(PROBLEMS))
     ap.add_argument("--methods", nargs="*", default=None, choices=list(METHODS))
@@ -302,7 +302,7 @@ def main(argv: Sequence[str] | None = None) -> Path:
     ap.add_argument("--deadline", default=None, help="HH:MM: start no run after it")
     args = ap.parse_args(argv)
     out = Path(args.out) if args.out else (Path(tempfile.mkdtemp(prefix="curves-quick-"))
-                                           if args.quick else Path("docs/results/curves"))
+                                           if args.quick else Path("docs/research/results/curves"))
     out.mkdir(parents=True, exist_ok=True)
     if not args.report_only:
         problems = args.problems or (["crossing", "plateau"] if args.quick else list(PROBLEMS))

@@ -25,7 +25,7 @@ import numpy as np
 from tuner import PAPER_EXACT, Optimizer, Settings
 from tuner.core.settings import by_name
 from tuner.core.constraints import Constraint
-from tuner.study.config import STUDY_OPTIMIZER_DEFAULTS
+from tuner.study.defaults import STUDY_OPTIMIZER_DEFAULTS
 
 from .problems import Problem
 
@@ -180,14 +180,14 @@ ABLATION: dict[str, dict[str, Any]] = {
     # a study's defaults before those two (the constraint GPs at the boundary)
     "study-gzero": {**STUDY, **GZERO},
     # a study's defaults with the rank warp always (its default until 2026-11-28: "study" in the
-    # runs of before; docs/results/warp-auto-2026-11-28)
+    # runs of before; docs/research/results/warp-auto-2026-11-28)
     "study-copula": {**STUDY, "output_warp": "copula"},
     # a study's defaults with the rank warp of the tail only (the results below the lower fence)
-    # and with no warp (docs/results/tail-warp-2026-11-28)
+    # and with no warp (docs/research/results/tail-warp-2026-11-28)
     "study-tail": {**STUDY, "output_warp": "tail"},
     "study-nowarp": {**STUDY, "output_warp": "none"},
     # a study's defaults with the copula or none (output_warp auto until 2026-11-28's tail-or-copula,
-    # which it still is with a constraint or a context; docs/results/tail-or-copula-2026-11-28)
+    # which it still is with a constraint or a context; docs/research/results/tail-or-copula-2026-11-28)
     "study-none-or-copula": {**STUDY, "output_warp": "none-or-copula"},
     # the Optimizer's defaults with both (not its default: mixed there, see the results README)
     "tuner-gpm": {"constraint_prior_mean": "mean", "constraint_pending": "mean"},

@@ -30,7 +30,7 @@ class Window:
     The default is m = inf: a pending trial is censored while it runs and its result counts
     whenever it arrives.  Paper 001 §6 recommends m = 2 mu ("auto"); in simulated asynchronous
     studies that censored 8.5 % of the results for good and left 2.3x the simple regret of
-    m = inf, which matched m = 2 mu in the paper's own setting (docs/evidence.md, "Censoring window").
+    m = inf, which matched m = 2 mu in the paper's own setting (docs/research/notes/evidence.md, "Censoring window").
     "auto" estimates the mean delay over all started trials, counting a still-running trial at
     its current age: a lower bound that, unlike the mean over finished trials only, is not
     biased towards the fast ones.  Before any trial has started, or while every age is zero,

@@ -43,6 +43,7 @@ class Field:
     words: tuple[str, ...] = ()
     required: bool = False
     finite: bool = False             # no inf or nan
+    doc: str = ""                    # what the key does, for the generated reference
 
     def check(self, name: str, value: Any, error: type[Exception] = ValueError) -> Any:
         """``value`` if it fits (an int given for a number becomes a float), else ``error``."""
@@ -74,6 +75,16 @@ class Field:
                 and (self.maximum is None or v <= self.maximum)
                 and (self.below is None or v < self.below) and not math.isnan(v))
 
+    def allowed(self) -> str:
+        """What the key may be, in words (the reference's column): choices, or types and range."""
+        choices = self.choices() if callable(self.choices) else self.choices
+        if choices is not None:
+            return ", ".join(f"`{c}`" for c in choices)
+        kinds = list(dict.fromkeys(_name(t) for t in self.types)) + [f"`{w}`" for w in self.words]
+        numeric = any(t in (int, float) for t in self.types)
+        rng = self.bounds() if numeric and self.bounds() != "a number" else ""
+        return " or ".join(kinds) + (f", {rng}" if rng else "")
+
     def bounds(self) -> str:
         """The allowed range in words, e.g. ``> 0``, ``in [0, 1]``."""
         lo = (f"> {self.above:g}" if self.above is not None else
@@ -98,7 +109,7 @@ def setting(default: Any, doc: str, types: tuple[Any, ...], **checks: Any) -> An
         types: the types allowed (``None`` among them: null allowed).
         **checks: ``Field``'s other arguments (``choices``, ``minimum``, ``words``...).
     """
-    meta = {"check": Field(types, default, **checks), "doc": doc}
+    meta = {"check": Field(types, default, doc=doc, **checks)}
     if isinstance(default, (list, dict)):
         return dataclasses.field(default_factory=lambda: copy.deepcopy(default), metadata=meta)
     return dataclasses.field(default=default, metadata=meta)

@@ -14,7 +14,7 @@ _SQRT5 = np.sqrt(5.0)
 
 # Up to this many input columns scipy's cdist (one pass, no cancellation) is faster than the
 # GEMM expansion |a|^2 - 2 a.b + |b|^2, which passes five times over the n x m result
-# (docs/scale.md, "Kernel evaluations").
+# (docs/research/notes/scale.md, "Kernel evaluations").
 CDIST_MAX_DIM = 5
 
 

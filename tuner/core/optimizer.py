@@ -478,7 +478,7 @@ class Optimizer:
 
         A deviation from 001, where nothing stops x_t from repeating a pending x_s: once the GP
         is sure of a region (sigma near 0 around its best mean), a UCB argmax is the same point
-        at every free worker, and a pool runs one configuration many times (docs/scale.md)."""
+        at every free worker, and a pool runs one configuration many times (docs/research/notes/scale.md)."""
         rho = self.settings.research.search.running_correlation
         if rho is None or not self._live:
             return None
@@ -648,7 +648,7 @@ class Optimizer:
     def n_initial(self) -> int:
         """Size of the start-up design, counting a categorical once however many one-hot columns
         it has: ``"auto"``, two points per parameter; ``"lean"``, one per parameter and one
-        more, at least 5 and at most ``"auto"``'s (docs/method.md "A lean start-up design in a
+        more, at least 5 and at most ``"auto"``'s (docs/research/notes/method.md "A lean start-up design in a
         study")."""
         n, d = self.settings.n_initial, len(self.space.params)
         return 2 * d if n == "auto" else min(2 * d, max(d + 1, 5)) if n == "lean" else int(n)

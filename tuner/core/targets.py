@@ -58,7 +58,7 @@ class RankWarp:
         q1 - 1.5 (q3 - q1); the ones below it (diverged runs, failures) by rank into the bottom
         share of [0, 1] they make up, at most ``TAIL_SHARE``.  Not from the papers: the copula
         keeps a search off diverged runs but bends a smooth objective's top; this keeps the first
-        and drops the second (docs/method.md "The rank warp's tail only").  None under two
+        and drops the second (docs/research/notes/method.md "The rank warp's tail only").  None under two
         distinct values."""
         knots = np.unique(u)
         if len(knots) < 2:

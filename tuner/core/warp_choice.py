@@ -1,7 +1,7 @@
 """``output_warp: none-or-copula`` and ``tail-or-copula``: the rank warp (the copula) or a plainer
 target (none, or the tail warp), chosen by which one's GP ranks held-out results better among
 the better half; ``auto`` is one of the two (``warp_rule``).  Not from the papers (a deviation
-of the study default; docs/method.md "Choosing the warp by held-out ranks").
+of the study default; docs/research/notes/method.md "Choosing the warp by held-out ranks").
 
 The evidence cannot choose: a warp fitted to the data makes them look Gaussian by construction
 (the evidence with the warp's Jacobian picked the warp on every problem).  Ranks can: the warp
@@ -10,7 +10,7 @@ on the warped ones are compared on one footing, by their Spearman correlation wi
 at or above the median (Rasmussen & Williams 2006, eq. 5.12, for the leave-one-out means in
 closed form; the hyperparameters of each fit to all the results, as the optimizer fits them).
 The better half because the search is decided there (and, measured, it chose better than all
-the results: docs/method.md).
+the results: docs/research/notes/method.md).
 """
 from __future__ import annotations
 
@@ -60,7 +60,7 @@ CHOOSING_RULES = ("none-or-copula", "tail-or-copula")
 
 def warp_rule(output_warp: str, constrained: bool, contextual: bool) -> str:
     """``output_warp`` as applied: ``auto`` is ``tail-or-copula`` in a search with neither a
-    constraint nor a context, ``none-or-copula`` in one with either (docs/method.md "Tail or
+    constraint nor a context, ``none-or-copula`` in one with either (docs/research/notes/method.md "Tail or
     copula"); any other value is itself."""
     if output_warp != "auto":
         return output_warp

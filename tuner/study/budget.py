@@ -15,7 +15,7 @@ from tuner.core.curves import CurveModel
 from tuner.core.optimizer import Optimizer
 from tuner.loop.stopping import CurveRule, PaceBudget, StoppingRule, asha_rule
 
-from .config import MEASURED, Budget, ConfigError, StudyConfig
+from .schema import Budget, ConfigError, MEASURED, StudyConfig
 from .executor import Executor, RunFailed, TrainableFailed
 from .progress import Progress
 from .study import Study

@@ -1,7 +1,9 @@
-"""A study's configuration (YAML or a mapping): loading and validation with errors that name
-the field, and the validated study as typed sections.
+"""Reading a study: a YAML file or a mapping (``tuner.run``'s keywords) validated into a
+``StudyConfig`` (``tuner.study.schema``), every error a ``ConfigError`` that names the field and
+what is allowed; command-line flags applied first (``RUN_OVERRIDES``).
 
-A study file has these sections (``configs/`` spells them out; README "Study configuration"):
+A study file has these sections (``configs/`` spells them out; docs/reference/config.md lists
+every key):
 
     study: name                      # MLflow experiment name, output folder name
     trainable: cnn                   # a built-in (svm, logreg, cnn, synthetic) or module:function
@@ -14,7 +16,7 @@ A study file has these sections (``configs/`` spells them out; README "Study con
     context: {n_rows: 120000, data_version: "2026-11"}  # what this study's data is (paper 001 §5)
     context_space: {n_rows: {type: int, ...}}   # optional: else inferred from the contexts seen
     warm_start: [study-a, study-b]   # earlier studies of the same trainable and space to learn from
-    optimizer: {...}                 # tuner.core.settings.Settings fields
+    optimizer: {...}                 # tuner.core.settings.Settings, research switches under research
     run: {trials, max_concurrent, cpus_per_trial, resources_per_trial, trial_timeout, ...}
     ray: {address}
     mlflow: {tracking_uri, experiment}
@@ -27,82 +29,24 @@ import importlib.util
 import math
 import os
 import re
-from dataclasses import asdict, dataclass, field, replace
-from dataclasses import fields as dataclass_fields
+from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 import yaml
 
-from tuner.core import fields
-from tuner.core.algorithms import get_algorithm
 from tuner.core.fields import Field
 from tuner.loop.stopping import Fidelity
 
+from .defaults import DEFAULT_STUDY, EARLIER_DEFAULT_BUDGETS, study_optimizer_defaults
+from .schema import (BUDGET_SCHEMA, EARLY_STOPPING_SCHEMA, FIDELITY_SCHEMA, MLFLOW_SCHEMA,
+                     OBJECTIVE_SCHEMA, RAY_SCHEMA, REFERENCES, RUN_OVERRIDES, RUN_SCHEMA,
+                     STUDY_SCHEMA, TORCH_TRAINABLES, Budget, ConfigError, EarlyStopping,
+                     MlflowSection, Objective, RaySection, Run, StudyConfig, check_section,
+                     parse_limit)
+
 if TYPE_CHECKING:
     from tuner.core.settings import Settings
-
-
-class ConfigError(ValueError):
-    """An invalid study configuration; the message names the field and what is allowed."""
-
-
-def check_section(section: str, data: Any, schema: Mapping[str, Field]) -> dict[str, Any]:
-    """``tuner.core.fields.check_section`` raising ``ConfigError``."""
-    return fields.check_section(section, data, schema, ConfigError)
-
-
-# Where a study of training runs (``tuner run``, ``tuner.run``, ``TunerSearch``) starts from other
-# optimizer settings than the bare ``Optimizer``: training metrics crowd near the top with a few
-# diverged runs far below, so the GP sees the diverged runs ranked under the others (the tail
-# warp), with the Matern-5/2 kernel usual for training runs (docs/method.md "The defaults of
-# studies"), and from 20 results on all of them by rank (the copula) where a GP on those ranks
-# held-out results clearly better ("Tail or copula"; with a constraint or a context, the copula
-# unless the GP on the scores as they are ranks clearly better, "Choosing the warp by held-out
-# ranks"), and under the copula a floor on the GP's noise so that the ranks of near-tied scores
-# read as noise, not as a rough function ("A noise floor under the rank warp"); with more than 3
-# trials running, a running trial enters the GP at the posterior mean, not the minimum ("Wide
-# pools: running trials at the posterior mean"); near the study's wall-clock limit only runs
-# predicted to finish are started, and none once even the fastest finished run would not finish
-# ("The study's deadline"); a constraint GP (the budget's) starts
-# from the mean of the values seen, not from the boundary, and its running trials enter at its
-# posterior mean, not at the boundary ("The constraint GPs' prior mean and running trials"); with
-# 3 or fewer running and no budget, a running trial next to a result is raised from
-# the minimum towards the results' posterior mean there ("Running trials next to a result");
-# without a context, the GP takes over from the Sobol design after min(2 x parameters,
-# max(parameters + 1, 5)) points instead of 2 x parameters ("A lean start-up design in a
-# study"); a run-time budget bounds a configuration's mean run time, not its median (half the
-# budget GP's noise variance added to its log-scale mean, "A budget on the mean run time").
-# The bare Optimizer keeps its own defaults.
-STUDY_OPTIMIZER_DEFAULTS: dict[str, Any] = {"output_warp": "auto", "kernel": "matern52",
-                                            "noise_floor": 1e-3, "believe_past": 3,
-                                            "running_objective": "auto",
-                                            "finish_by_deadline": True,
-                                            "idle_near_deadline": True,
-                                            "startup_until_result": True,
-                                            "constraint_prior_mean": "mean",
-                                            "constraint_pending": "mean",
-                                            "n_initial": "lean",
-                                            "budget_bound": "mean"}
-
-
-def study_optimizer_defaults(algorithm: Any = None, context: bool = False) -> dict[str, Any]:
-    """``STUDY_OPTIMIZER_DEFAULTS`` for a study with this ``algorithm`` (None: the default),
-    with or without a ``context``: Thompson sampling with a context starts without the rank
-    warp, which spreads the pooled contexts' near-tied top scores and makes its draws wander
-    (docs/contextual.md "Thompson sampling and the rank warp"); a study with a context keeps the
-    start-up design of 2 x parameters, whose spread the later contexts' warm starts use
-    (docs/method.md "A lean start-up design in a study")."""
-    defaults = dict(STUDY_OPTIMIZER_DEFAULTS)
-    if context:
-        defaults["n_initial"] = "auto"
-    try:
-        thompson = algorithm is not None and get_algorithm(str(algorithm)).estimate == "ts"
-    except ValueError:        # an unknown name: the optimizer section's check names it
-        thompson = False
-    if context and thompson:
-        defaults["output_warp"] = "none"
-    return defaults
 
 
 def optimizer_settings(data: Any, defaults: Mapping[str, Any] | None = None) -> Settings:
@@ -155,285 +99,20 @@ def read_yaml(path: str | Path) -> dict[str, Any]:
     return dict(data)
 
 
-# --- `tuner run`: a real study on Ray ------------------------------------------------------------
-
-MEASURED = ("runtime", "cpu_time")       # measured in the worker around the training function
-BUDGET_METRICS = (*MEASURED, "train_time")
-TORCH_TRAINABLES = ("cnn", "logreg")     # the built-ins of the ``models`` extra
-
-OBJECTIVE_SCHEMA = {
-    "metric": Field((str,), "accuracy"),
-    "mode": Field((str,), "max", ("max", "min")),
-    "bounds": Field((list, None), None),
-}
-BUDGET_SCHEMA = {
-    "limit": Field((float, str), required=True, above=0),   # seconds, or "1.5x"
-    "reference": Field((str, dict, None), None),   # relative limits: warmup (default) or a config
-    "metric": Field((str,), "runtime", BUDGET_METRICS),
-    "stop_margin": Field((float, None), None, minimum=0),
-    "pace_margin": Field((float, None), 0.0, minimum=0),   # with a fidelity: stop by pace
-}
-FIDELITY_SCHEMA = {"metric": Field((str,), "epoch"), "max": Field((float, None), None, above=0)}
-STOPPING_RULES = ("none", "asha", "curve")
-EARLY_STOPPING_SCHEMA = {
-    "rule": Field((str,), "none", STOPPING_RULES),
-    "grace": Field((float,), 1.0, above=0, words=("auto",)),   # ASHA's first rung (fidelity
-    # units), or auto: learned from the first finished runs (stopping.LearnedGraceASHA)
-    "eta": Field((float,), 3.0, above=1),        # ASHA's reduction factor
-    "cutoff": Field((str,), "quantile", ("quantile", "rank")),   # ASHA's test at a rung: Ray
-    # Tune's quantile or Syne Tune's rank (stopping.ASHA)
-    "kappa": Field((float,), 2.0, minimum=0),    # curve: stop when mu + kappa sigma < the best
-}
-REFERENCES = ("warmup",)
-_MULTIPLE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*[xX]\s*$")
-
-
-def parse_limit(value: Any, name: str = "budget.limit") -> tuple[float, bool]:
-    """A budget limit: seconds (a number > 0) or a multiple of the reference run (``"1.5x"``).
-
-    Returns ``(number, relative)``; anything else raises ``ConfigError`` naming the field."""
-    if isinstance(value, str):
-        m = _MULTIPLE.match(value)
-        if m is None:
-            try:
-                value = float(value)
-            except ValueError:
-                raise ConfigError(f"{name}: expected seconds (a number > 0) or a multiple of the "
-                                  f"reference run such as '1.5x' (got {value!r})") from None
-        else:
-            value, relative = float(m.group(1)), True
-            if not value > 0:
-                raise ConfigError(f"{name}: the multiple must be > 0 (got {m.group(0).strip()!r})")
-            return value, relative
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
-            or not value > 0:
-        raise ConfigError(f"{name}: expected seconds (a number > 0) or a multiple of the reference "
-                          f"run such as '1.5x' (got {value!r})")
-    return float(value), False
-RUN_SCHEMA = {
-    "trials": Field((int,), 30, above=0),
-    "max_concurrent": Field((int,), 2, above=0),
-    "cpus_per_trial": Field((float,), 1.0, above=0),
-    "resources_per_trial": Field((dict, None), None),   # {gpu: 0.5, <custom Ray resource>: 1}
-    "trial_timeout": Field((float, None), None, above=0),
-    "wall_clock_limit": Field((float, None), None, above=0),
-    "seed": Field((int,), 0),
-    "fail_fast": Field((int,), 3, minimum=0),   # stop when the first n trials fail alike (0: never)
-    "retries": Field((int,), 0, minimum=0),     # runs again of a trial whose worker or node was lost
-}
-RAY_SCHEMA = {"address": Field((str, None), None)}
-MLFLOW_SCHEMA = {
-    "tracking_uri": Field((str, None), None),   # None: $MLFLOW_TRACKING_URI or sqlite:///mlflow.db
-    "experiment": Field((str, None), None),
-}
-STUDY_SCHEMA = {
-    "study": Field((str,), None),
-    "trainable": Field((str,), required=True),
-    "trainable_options": Field((dict, None), None),
-    "space": Field((dict, None), None),
-    "objective": Field((dict, None), None),
-    "budget": Field((dict, None), None),
-    "optimizer": Field((dict, None), None),
-    "run": Field((dict, None), None),
-    "ray": Field((dict, None), None),
-    "mlflow": Field((dict, None), None),
-    "output": Field((str,), "tuner_runs"),
-    "fidelity": Field((dict, None), None),
-    "early_stopping": Field((dict, None), None),
-    "context": Field((dict, None), None),
-    "context_space": Field((dict, None), None),
-    "warm_start": Field((list, str, None), None),
-}
-
-# command-line flag -> (section, key)
-RUN_OVERRIDES = {
-    "trials": ("run", "trials"), "max_concurrent": ("run", "max_concurrent"),
-    "wall_clock_limit": ("run", "wall_clock_limit"), "trial_timeout": ("run", "trial_timeout"),
-    "seed": ("run", "seed"), "budget": ("budget", "limit"), "address": ("ray", "address"),
-    "trainable": (None, "trainable"),
-    "tracking_uri": ("mlflow", "tracking_uri"), "algorithm": ("optimizer", "algorithm"),
-    "output": (None, "output"), "context": (None, "context"), "warm_start": (None, "warm_start"),
-}
-
-
-@dataclass(frozen=True)
-class Objective:
-    """The ``objective`` section: the metric the trainable reports, maximized or minimized."""
-
-    metric: str
-    mode: str = "max"
-    bounds: list[float] | None = None
-
-
-@dataclass(frozen=True)
-class Budget:
-    """The ``budget`` section, resolved: ``seconds`` is the limit in force (None while a relative
-    limit, ``multiple`` x a reference run, is not measured yet)."""
-
-    limit: float | str                   # as given: seconds, or "1.5x"
-    reference: str | dict[str, Any] | None
-    metric: str
-    stop_margin: float | None
-    relative: bool
-    multiple: float | None
-    seconds: float | None
-    reference_seconds: float | None = None
-    pace_margin: float | None = 0.0       # runs that report progress: stopped by their pace
-
-    @property
-    def stop_at(self) -> float | None:
-        """The run time at which a run is stopped (None: no budget stop)."""
-        if self.stop_margin is None or self.seconds is None:
-            return None
-        return self.seconds * (1 + self.stop_margin)
-
-
-@dataclass(frozen=True)
-class Run:
-    """The ``run`` section (``RUN_SCHEMA``)."""
-
-    trials: int
-    max_concurrent: int
-    cpus_per_trial: float
-    trial_timeout: float | None
-    wall_clock_limit: float | None
-    seed: int
-    fail_fast: int
-    retries: int
-    resources_per_trial: dict[str, float] | None = None   # besides the CPUs: GPU, custom ones
-
-    @property
-    def resources(self) -> dict[str, float]:
-        """What one trial takes from Ray: ``CPU``, ``GPU`` and custom resources."""
-        return {"CPU": self.cpus_per_trial, **(self.resources_per_trial or {})}
-
-
-@dataclass(frozen=True)
-class EarlyStopping:
-    """The ``early_stopping`` section (``tuner.loop.stopping``): ``none``, ``asha`` or ``curve``."""
-
-    rule: str = "none"
-    grace: float | str = 1.0            # or "auto"
-    eta: float = 3.0
-    cutoff: str = "quantile"            # or "rank" (Syne Tune's)
-    kappa: float = 2.0
-
-
-@dataclass(frozen=True)
-class RaySection:
-    address: str | None                  # None: a local Ray
-
-
-@dataclass(frozen=True)
-class MlflowSection:
-    tracking_uri: str
-    experiment: str | None
-
-
-@dataclass
-class StudyConfig:
-    """A validated `tuner run` study; ``resolved()`` is what gets logged and saved."""
-
-    study: str
-    trainable: str
-    trainable_options: dict[str, Any]
-    space: dict[str, Any]
-    objective: Objective
-    budget: Budget | None
-    settings: Settings
-    run: Run
-    ray: RaySection
-    mlflow: MlflowSection
-    output: str
-    trainable_fn: Callable[..., Any] | None = field(default=None, repr=False)  # a user's function
-    fidelity: Fidelity | None = None           # the runs report progress along it
-    early_stopping: EarlyStopping = field(default_factory=EarlyStopping)
-    context: dict[str, Any] | None = None       # z of every suggestion (``tuner.study.warm``)
-    context_space: dict[str, Any] | None = None  # as declared (None: inferred at the start)
-    warm_start: tuple[str, ...] = ()            # earlier studies to learn from
-
-    @property
-    def experiment(self) -> str:
-        return self.mlflow.experiment or self.study
-
-    @property
-    def directory(self) -> Path:
-        """The study's folder: state, journal, trial table, best trial, plots."""
-        return Path(self.output) / self.study
-
-    @property
-    def budget_pending(self) -> bool:
-        """A relative budget whose limit in seconds is not measured yet (``with_budget``)."""
-        return self.budget is not None and self.budget.seconds is None
-
-    def with_budget(self, seconds: float, reference_seconds: float | None = None) -> "StudyConfig":
-        """This study with its budget limit resolved to ``seconds``: the budget becomes the
-        optimizer's run-time constraint (with ``stop_margin``)."""
-        assert self.budget is not None
-        budget = replace(self.budget, seconds=float(seconds), reference_seconds=reference_seconds)
-        return replace(self, budget=budget, settings=_budget_settings(self.settings, budget))
-
-    def with_saved_budget(self, saved: Mapping[str, Any]) -> "StudyConfig":
-        """This study with the budget it was saved with (``resolved()["budget"]``) in place of
-        its own, as the optimizer's run-time constraint too."""
-        budget = Budget(**{f.name: saved[f.name] for f in dataclass_fields(Budget) if f.name in saved})
-        base = replace(self.settings, stop_margin=None, constraints=[
-            c for c in self.settings.constraints if c.get("type") != "budget"])
-        return replace(self, budget=budget, settings=_budget_settings(base, budget))
-
-    def resolved(self) -> dict[str, Any]:
-        return {"study": self.study, "trainable": self.trainable,
-                "trainable_options": self.trainable_options, "space": self.space,
-                "objective": asdict(self.objective),
-                "budget": None if self.budget is None else asdict(self.budget),
-                "optimizer": self.settings.to_dict(), "run": asdict(self.run),
-                "ray": asdict(self.ray), "mlflow": asdict(self.mlflow), "output": self.output,
-                "fidelity": None if self.fidelity is None else asdict(self.fidelity),
-                "early_stopping": (None if self.early_stopping.rule == "none"
-                                   else asdict(self.early_stopping)),
-                "context": self.context, "context_space": self.context_space,
-                "warm_start": list(self.warm_start) or None}
-
-
 def load_study(source: str | Path | Mapping[str, Any],
                overrides: Mapping[str, Any] | None = None) -> StudyConfig:
     """Read and validate a study (a YAML path or a mapping); ``overrides`` are command-line flags
     (``RUN_OVERRIDES`` names them), applied before validation so their errors name the field."""
-    from trainables import FunctionTrainable, function_name, get_trainable
+    from trainables import FunctionTrainable, function_name
 
     data = dict(source) if isinstance(source, Mapping) else read_yaml(source)
     default_name = "study" if isinstance(source, Mapping) else Path(source).stem
     fn = data.get("trainable") if callable(data.get("trainable")) else None
     if fn is not None:                       # a Python function (tuner.run): named module:qualname
         data["trainable"] = function_name(fn)
-    data = {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in data.items()}
-    for flag, value in (overrides or {}).items():
-        if value is None:
-            continue
-        if flag not in RUN_OVERRIDES:
-            raise ConfigError(f"unknown override {flag!r}; allowed: {sorted(RUN_OVERRIDES)}")
-        section, key = RUN_OVERRIDES[flag]
-        if section is None:
-            if isinstance(value, Mapping) and isinstance(data.get(key), Mapping):
-                value = {**data[key], **value}      # --context adds to the config's context
-            data[key] = value
-            continue
-        if not isinstance(data.get(section) or {}, Mapping):
-            raise ConfigError(f"{section}: expected a mapping, got {type(data[section]).__name__}")
-        data[section] = {**(data.get(section) or {}), key: value}
-    top = check_section("config", data, STUDY_SCHEMA)
+    top = check_section("config", _overridden(data, overrides or {}), STUDY_SCHEMA)
     study = top["study"] or default_name
-    try:
-        trainable = get_trainable(fn or top["trainable"])
-    except ValueError as exc:
-        raise ConfigError(f"trainable: {exc}") from exc
-    if trainable.name in TORCH_TRAINABLES and importlib.util.find_spec("torch") is None:
-        raise ConfigError(f"trainable: {trainable.name} is built on torch, which is not installed: "
-                          "pip install 'tuner[models]' (svm and your own functions need no torch)")
-    try:
-        options = trainable.resolve_options(top["trainable_options"] or {}, where="trainable_options")
-    except ValueError as exc:
-        raise ConfigError(str(exc)) from exc
+    trainable, options = _trainable(fn or top["trainable"], top["trainable_options"])
     if isinstance(trainable, FunctionTrainable):   # a Python function or an imported module:function
         fn = trainable.fn
     if trainable.space is None and not top["space"]:
@@ -478,6 +157,43 @@ def load_study(source: str | Path | Mapping[str, Any],
         cfg.with_budget(1.0)   # validates the constraint now; the limit is measured at start-up
         return cfg
     return cfg.with_budget(budget.seconds)
+
+
+def _overridden(data: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """The study's sections with the command-line flags (``RUN_OVERRIDES``) applied."""
+    data = {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in data.items()}
+    for flag, value in overrides.items():
+        if value is None:
+            continue
+        if flag not in RUN_OVERRIDES:
+            raise ConfigError(f"unknown override {flag!r}; allowed: {sorted(RUN_OVERRIDES)}")
+        section, key = RUN_OVERRIDES[flag]
+        if section is None:
+            if isinstance(value, Mapping) and isinstance(data.get(key), Mapping):
+                value = {**data[key], **value}      # --context adds to the config's context
+            data[key] = value
+            continue
+        if not isinstance(data.get(section) or {}, Mapping):
+            raise ConfigError(f"{section}: expected a mapping, got {type(data[section]).__name__}")
+        data[section] = {**(data.get(section) or {}), key: value}
+    return data
+
+
+def _trainable(name: Any, options: Mapping[str, Any] | None) -> tuple[Any, dict[str, Any]]:
+    """The trainable (a built-in's name, ``module:function`` or a function) and its options."""
+    from trainables import get_trainable
+
+    try:
+        trainable = get_trainable(name)
+    except ValueError as exc:
+        raise ConfigError(f"trainable: {exc}") from exc
+    if trainable.name in TORCH_TRAINABLES and importlib.util.find_spec("torch") is None:
+        raise ConfigError(f"trainable: {trainable.name} is built on torch, which is not installed: "
+                          "pip install 'tuner[models]' (svm and your own functions need no torch)")
+    try:
+        return trainable, trainable.resolve_options(options or {}, where="trainable_options")
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from exc
 
 
 def _progress_sections(top: Mapping[str, Any], trainable: Any, options: Mapping[str, Any]
@@ -592,20 +308,6 @@ def _budget_section(data: Any) -> Budget:
                   multiple=number if relative else None, seconds=None if relative else number)
 
 
-def _budget_settings(settings: Settings, budget: Budget) -> Settings:
-    """``settings`` plus the budget as a run-time constraint of ``budget.seconds``."""
-    extra = {"metric": budget.metric, "limit": budget.seconds, "type": "budget",
-             "runtime": budget.metric == "runtime"}
-    s = replace(settings, constraints=list(settings.constraints) + [extra])
-    if budget.stop_margin is not None:
-        s = replace(s, stop_margin=budget.stop_margin)
-    try:
-        s.validate("optimizer")
-    except (TypeError, ValueError) as exc:
-        raise ConfigError(str(exc)) from exc
-    return s
-
-
 def _mlflow_section(data: Any) -> MlflowSection:
     """MLflow settings; the tracking URI defaults to $MLFLOW_TRACKING_URI, then MLflow's own
     default ``sqlite:///mlflow.db`` (in the working directory)."""
@@ -627,16 +329,3 @@ def earlier_default_budget(saved: Mapping[str, Any] | None, now: Budget | None) 
     today = asdict(_budget_section(DEFAULT_STUDY["budget"]))
     return (line(asdict(now)) == line(today) and line(saved) != line(today)
             and line(saved) in {line(b) for b in EARLIER_DEFAULT_BUDGETS})
-
-
-# The study `tuner run` runs without a config file (configs/cnn.yaml spells it out).
-DEFAULT_STUDY: dict[str, Any] = {
-    "study": "cnn-digits",
-    "trainable": "cnn",
-    "objective": {"metric": "accuracy", "mode": "max", "bounds": [0.0, 1.0]},
-    "budget": {"limit": "1.5x", "reference": "warmup", "metric": "cpu_time"},
-    "run": {"trials": 30, "max_concurrent": 2, "trial_timeout": 120.0},
-}
-# Its budget lines before (until 2026-11-27: wall seconds, stopped at twice the limit).
-EARLIER_DEFAULT_BUDGETS = ({"limit": "1.5x", "reference": "warmup", "metric": "runtime",
-                            "stop_margin": 1.0},)

@@ -16,7 +16,7 @@ from tuner.core.trial import Status, mode_sign
 
 from .budget import budget_text, format_config
 from .callbacks import CURVES_CSV, TrialTable, read_curves
-from .config import StudyConfig
+from .schema import StudyConfig
 from .progress import Progress, not_finished, rank_finished, summary_table
 from .study import Study, own_trials
 from .tracking import Tracker, browse_text

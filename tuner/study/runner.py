@@ -44,8 +44,9 @@ from tuner.loop.loop import FailFast, Limits, StopOnSignal, StudyFailed, StudyLo
 from .budget import (NothingFitsWarning, budget_text, measure_budget, reference_config,
                      replay_stopping, stopping_rules)
 from .callbacks import CURVES_CSV, Curves, SaveState, ShowProgress, TrialTable, read_curves
-from .config import (DEFAULT_STUDY, ConfigError, StudyConfig, earlier_default_budget,
-                     study_optimizer_defaults)
+from .defaults import DEFAULT_STUDY, study_optimizer_defaults
+from .schema import ConfigError, StudyConfig
+from .config import earlier_default_budget
 from .executor import Executor
 from .progress import Progress
 from .report import StudyResult, banner, finish

@@ -14,7 +14,7 @@ file and emptying the journal, the old lines are not applied again.
 
 The optimizer's part of a line is a change to the one before (``changes``): a list that only
 grew since (the trials each model has absorbed, the trials whose constraint values arrived) is
-written as its new tail, so a line stays small as the study grows (docs/evidence.md, "How busy
+written as its new tail, so a line stays small as the study grows (docs/research/notes/evidence.md, "How busy
 `tuner run` keeps the workers").  Version 3; version-2 lines (whole lists) are read the same way.
 """
 

@@ -12,7 +12,7 @@ from tuner.core.optimizer import Optimizer
 from tuner.core.trial import Status, Trial
 from tuner.loop.loop import Outcome
 
-from .config import StudyConfig
+from .schema import StudyConfig
 from .progress import Snapshot
 from .record import TrialRecord
 

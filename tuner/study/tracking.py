@@ -16,7 +16,7 @@ from typing import Any, Iterable, Protocol
 
 from tuner.loop.loop import LoopCallback, Outcome, StudyLoop
 
-from .config import StudyConfig
+from .schema import StudyConfig
 from .record import TrialRecord
 from .study import Study
 
@@ -24,7 +24,7 @@ PROGRESS_EVERY = 1.0   # seconds between the parent run's progress metrics while
 
 
 class Tracker(Protocol):
-    """One parent run per study, a child run per trial (README "MLflow")."""
+    """One parent run per study, a child run per trial (docs/how-to/mlflow.md)."""
 
     @property
     def run_id(self) -> str | None: ...

@@ -30,7 +30,7 @@ from tuner.core.optimizer import Optimizer
 from tuner.core.space import SearchSpace, SpaceError, check_value
 from tuner.core.trial import Status
 
-from .config import ConfigError, StudyConfig
+from .schema import ConfigError, StudyConfig
 from .state import read_study_state
 
 STATE_FILE = "state.json"

@@ -11,7 +11,7 @@ import logging
 from typing import Any
 
 from tuner.core.space import SearchSpace
-from tuner.study.config import StudyConfig
+from tuner.study.schema import StudyConfig
 from tuner.study.warm import Earlier
 
 from .values import mlflow_key

@@ -1,6 +1,6 @@
 """MLflow tracking of a study: one parent run per study, one nested child run per trial.
 
-Layout in MLflow (described for users in README "MLflow" and docs/mlflow.md): the experiment is
+Layout in MLflow (described for users in docs/how-to/mlflow.md): the experiment is
 named after the study; the parent run holds the study's settings as params, its progress (best
 so far, failures, utilization...) as metrics over time, and the artifacts (resolved config, trial
 table, plots); each trial is a child run (tag ``mlflow.parentRunId``, run name ``trial-0007``)

@@ -1,7 +1,7 @@
 """The Ray task backend of ``tuner.loop.loop.StudyLoop``: one Ray task per trial.
 
 Trials run as plain Ray tasks (``ray.wait`` on the running set), not as Ray Tune trials: the
-task loop keeps the slots far busier for short trials (measured on a 2-core machine: docs/evidence.md,
+task loop keeps the slots far busier for short trials (measured on a 2-core machine: docs/research/notes/evidence.md,
 "Why Ray tasks"; ``scripts/bench/bench_orchestration.py``).
 
 A trial whose trainable reports progress runs as a Ray generator task (``execute_steps``): each

@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterator, Mapping
 import ray
 from ray import exceptions as rex
 
-from tuner.study.config import ConfigError, StudyConfig
+from tuner.study.schema import ConfigError, StudyConfig
 from tuner.study.executor import RunFailed
 from tuner.study.progress import Progress
 
@@ -30,7 +30,7 @@ GATE_TIMEOUT = 120.0   # seconds a warm-up run waits for the other slots' runs
 
 # Ray starts its workers at niceness 15 by default, so on a machine where any other CPU-bound
 # job runs at normal priority the trials get a few percent of a core (measured: warm-up 136 s
-# instead of 6 s, docs/evidence.md "Start-up and busy machines").  A local Ray runs them at the driver's
+# instead of 6 s, docs/research/notes/evidence.md "Start-up and busy machines").  A local Ray runs them at the driver's
 # own priority; a cluster keeps its own setting (start it with RAY_worker_niceness=0).
 LOCAL_RAY_SYSTEM_CONFIG = {"worker_niceness": 0}
 

@@ -91,7 +91,7 @@ from tuner.core.settings import Settings, overridden
 from tuner.core.persist import envelope, opened, write_atomic
 from tuner.core.space import SearchSpace, SpaceError, check_value
 from tuner.core.trial import Status
-from tuner.study.config import study_optimizer_defaults
+from tuner.study.defaults import study_optimizer_defaults
 from .tune_space import from_tune
 
 logger = logging.getLogger(__name__)
