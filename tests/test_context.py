@@ -229,7 +229,7 @@ def test_a_copy_of_a_running_trial_is_judged_without_the_contexts_level():
     masks = []
     for level in (None, 0.9):
         gp.set_hyperparameters(replace(gp.hyper, level=level))
-        masks.append(opt._near_running(opt.contexts.encode({"z": 0.5}))(U))
+        masks.append(opt.chooser._near_running(opt.contexts.encode({"z": 0.5}))(U))
     assert masks[0].any() and not masks[0].all()
     assert (masks[1] == masks[0]).all()
     assert abs(U[masks[0], 0].mean() - s.config["x"]) < 0.01

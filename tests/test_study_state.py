@@ -278,7 +278,7 @@ def test_a_study_started_when_auto_meant_none_or_copula_resumes_with_it(tmp_path
     assert today.settings.output_warp == "auto" and today.budget is None
     optimizer, runner, out = resumed_after_an_upgrade(
         today, today, Clock(), edit=lambda state: state["optimizer"]["warp"].pop("rule"))
-    assert (optimizer.settings.output_warp, optimizer.warp_rule) == ("none-or-copula", "none-or-copula")
+    assert (optimizer.settings.output_warp, optimizer.scale.rule) == ("none-or-copula", "none-or-copula")
     assert runner.cfg.settings.output_warp == "none-or-copula"
     assert ('keeps the settings it started with: optimizer.output_warp = "none-or-copula" '
             '(the default is now "auto")') in out.getvalue()

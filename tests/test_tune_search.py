@@ -340,7 +340,7 @@ def test_a_time_budget_in_a_real_tuner_run(ray_session, tmp_path):
     assert results.num_errors == 0 and 5 < len(results) < 1000
     opt = searcher.optimizer
     assert 7.0 < opt.deadline - opt.trials[0].start_time <= 8.0
-    assert opt.run_times._fit is not None        # the run-time model was fit near the deadline
+    assert opt.stops.run_times._fit is not None        # the run-time model was fit near the deadline
 
 
 def test_unknown_and_repeated_completions_are_ignored(caplog):

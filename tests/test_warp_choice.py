@@ -40,7 +40,7 @@ def auto_run(f, n=30, seed=0, rule="none-or-copula", **kw):
     for _ in range(n):
         s = opt.suggest()
         opt.tell(s.trial_id, float(f(s.config["x"], s.config["y"])))
-        choices.append(opt.warp_on)
+        choices.append(opt.scale.warp_on)
     return opt, choices
 
 
@@ -62,10 +62,10 @@ def test_auto_is_tail_or_copula_unless_there_is_a_constraint_or_a_context():
     assert warp_rule("tail", True, True) == "tail"
     budget = [{"metric": "time", "limit": 1.0, "type": "budget", "runtime": True}]
     plain = Optimizer(SQUARE, output_warp="auto")
-    assert (plain.warp_rule, plain.base_warp, plain.warp_on) == ("tail-or-copula", "tail", False)
-    assert Optimizer(SQUARE, output_warp="auto", constraints=budget).warp_rule == "none-or-copula"
+    assert (plain.scale.rule, plain.scale.base_warp, plain.scale.warp_on) == ("tail-or-copula", "tail", False)
+    assert Optimizer(SQUARE, output_warp="auto", constraints=budget).scale.rule == "none-or-copula"
     ctx = Optimizer(SQUARE, output_warp="auto", context_space={"z": {"type": "float", "low": 0, "high": 1}})
-    assert (ctx.warp_rule, ctx.warp_on) == ("none-or-copula", True)
+    assert (ctx.scale.rule, ctx.scale.warp_on) == ("none-or-copula", True)
 
 
 def test_none_or_copula_drops_the_warp_on_a_smooth_function_and_keeps_it_where_runs_diverge():
@@ -77,10 +77,10 @@ def test_none_or_copula_drops_the_warp_on_a_smooth_function_and_keeps_it_where_r
     assert all(choices[0] for _, choices in smooth_runs + diverging_runs)
     plain = [opt for opt, choices in smooth_runs if not choices[-1]]
     assert len(plain) >= 4
-    assert all(opt._warp() is None and opt.objective.bounds.noise[0] < 1e-3 for opt in plain)
+    assert all(opt.scale.warp() is None and opt.objective.bounds.noise[0] < 1e-3 for opt in plain)
     warped = [opt for opt, choices in diverging_runs if choices[-1]]
     assert len(warped) >= 4
-    assert all(opt._warp() is not None and opt.objective.bounds.noise[0] == 1e-3 for opt in warped)
+    assert all(opt.scale.warp() is not None and opt.objective.bounds.noise[0] == 1e-3 for opt in warped)
 
 
 def test_tail_or_copula_keeps_the_tail_on_a_smooth_function_and_takes_the_copula_where_runs_diverge():
@@ -90,7 +90,7 @@ def test_tail_or_copula_keeps_the_tail_on_a_smooth_function_and_takes_the_copula
     diverging_runs = [auto_run(diverging, seed=seed, rule="tail-or-copula") for seed in range(5)]
     assert not any(choices[0] for _, choices in smooth_runs + diverging_runs)
     assert not any(any(choices) for _, choices in smooth_runs)
-    assert all(opt._warp() is not None and opt.objective.bounds.noise[0] < 1e-3 for opt, _ in smooth_runs)
+    assert all(opt.scale.warp() is not None and opt.objective.bounds.noise[0] < 1e-3 for opt, _ in smooth_runs)
     assert sum(choices[WARP_CHOICE_FROM] for _, choices in diverging_runs) >= 4     # at the first choice
     on = [opt for opt, choices in diverging_runs if choices[-1]]
     assert on and all(opt.objective.bounds.noise[0] == 1e-3 for opt in on)
@@ -136,7 +136,7 @@ def test_tail_or_copula_compares_the_tails_gp_in_its_box_with_the_copulas_in_its
 
     def spy(kernel, X, y, start, rng, bounds, *rest):
         finished = [tr for tr in opt.trials if tr.status == Status.FINISHED]
-        u = normalized(finished, opt.settings.mode, *opt._reward_range())
+        u = normalized(finished, opt.settings.mode, *opt.scale.reward_range())
         seen.append((np.sort(y), bounds.noise[0], np.sort(RankWarp.fit_tail(u)(u)), np.sort(u)))
         return score(kernel, X, y, start, rng, bounds, *rest)
 
@@ -162,17 +162,17 @@ def test_a_study_saved_before_tail_or_copula_resumes_with_the_rule_it_ran(tmp_pa
         if on is not None:
             state["warp"]["on"] = on
         back = Optimizer.from_state(json.loads(json.dumps(state)), clock=opt.clock)
-        assert (back.settings.output_warp, back.warp_on) == (rule, opt.warp_on)
+        assert (back.settings.output_warp, back.scale.warp_on) == (rule, opt.scale.warp_on)
         assert back.suggest().config == opt.suggest().config
 
 
 @pytest.mark.parametrize("rule", ["none-or-copula", "tail-or-copula"])
 def test_the_choice_is_made_again_as_results_grow_and_survives_a_save(tmp_path, rule):
     opt, _ = auto_run(smooth if rule == "none-or-copula" else diverging, n=34, rule=rule)
-    assert opt._warp_chosen_at == 32          # first at 20 results, then at 25, 32 (x 1.25)
+    assert opt.scale.chosen_at == 32          # first at 20 results, then at 25, 32 (x 1.25)
     opt.save(tmp_path / "s.json")
     back = Optimizer.load(tmp_path / "s.json", clock=opt.clock)
-    assert (back.warp_on, back._warp_chosen_at) == (opt.warp_on, opt._warp_chosen_at)
+    assert (back.scale.warp_on, back.scale.chosen_at) == (opt.scale.warp_on, opt.scale.chosen_at)
     assert back.objective.bounds == opt.objective.bounds
     assert back.suggest().config == opt.suggest().config
 
@@ -201,4 +201,4 @@ def test_with_the_warp_or_without_it_the_choice_is_not_made():
         for _ in range(24):
             s = opt.suggest()
             opt.tell(s.trial_id, float(smooth(s.config["x"], s.config["y"])))
-        assert opt._warp_chosen_at == 0 and opt.warp_on == (warp == "copula")
+        assert opt.scale.chosen_at == 0 and opt.scale.warp_on == (warp == "copula")

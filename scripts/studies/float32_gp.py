@@ -51,7 +51,7 @@ def main() -> None:
             ids = set(opt.objective.done_ids)
             done = [tr for tr in opt.trials if tr.trial_id in ids]
             X = np.vstack([tr.x for tr in done])
-            y = opt._targets(done)
+            y = opt.scale.targets(done)
             h = gp.hyper
             C = candidate_set(opt.space, np.random.default_rng(args.seed), 1024,
                               incumbents=X[np.argsort(-y)[:5]], n_local=128)

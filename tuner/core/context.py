@@ -15,11 +15,15 @@ two Matern kernels (a deviation: the code has one kernel of one scaled distance)
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
+from .gp import GaussianProcess
 from .space import SearchSpace, SpaceError, check_value
+from .trial import Trial
+
+Estimate = Callable[[np.ndarray], np.ndarray]
 
 
 class Contexts:
@@ -56,3 +60,34 @@ class Contexts:
         """Configuration rows ``U`` with the context ``z`` appended to each."""
         U = np.atleast_2d(U)
         return np.hstack([U, np.broadcast_to(z, (len(U), len(z)))])
+
+    def is_new(self, z: np.ndarray, trials: Sequence[Trial], done: Sequence[Trial]) -> bool:
+        """No usable result (``done``) at exactly z yet, among contexts that repeat (tasks,
+        datasets, studies: at most half as many distinct contexts as ``trials``).  A context that
+        changes at every suggestion is never new, or the rule would switch exploration off for
+        good."""
+        k, key = len(z), z.tobytes()
+        distinct = {tr.x[-k:].tobytes() for tr in trials} | {key}
+        if len(distinct) > len(trials) / 2:
+            return False
+        # newest first: a result at z, if any, is most likely among the latest
+        return not any(tr.x[-k:].tobytes() == key for tr in reversed(done))
+
+    def correlation(self, gp: GaussianProcess, a: Mapping[str, Any], b: Mapping[str, Any]) -> float:
+        """The GP's prior correlation of the objective at one configuration under contexts
+        ``a`` and ``b``, without the contexts' level (``Kernel``)."""
+        x = np.zeros((1, len(gp.hyper.lengthscales) - self.space.dim))   # any configuration
+        A = self.join(x, self.encode(a))
+        B = self.join(x, self.encode(b))
+        return float(gp.correlation_apart_from_level(A, B)[0, 0])
+
+
+def at_context(h: Estimate, lift: Callable[[np.ndarray], np.ndarray]) -> Estimate:
+    """``h`` evaluated at ``lift(U)`` (a configuration with its context appended), keeping
+    ``h.top`` (the skip of hopeless candidates) where ``h`` has one."""
+    def g(U: np.ndarray) -> np.ndarray:
+        return h(lift(U))
+    top = getattr(h, "top", None)
+    if top is not None:
+        g.top = lambda U, k: top(lift(U), k)      # type: ignore[attr-defined]
+    return g

@@ -24,14 +24,19 @@ differs between them is only the target vector they are given.
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 
+from .algorithms import Algorithm
 from .censoring import Trial
 from .fit_job import FitJob, PendingFit, Pool, fit_best
 from .gp import GaussianProcess, HyperBounds, Hyperparameters, Posterior, SoftCensoredPosterior
-from .kernels import Kernel
+from .kernels import Kernel, make_kernel
+from .space import SearchSpace
+
+if TYPE_CHECKING:
+    from .settings import Settings
 
 
 class CensoredModel:
@@ -240,3 +245,37 @@ def soft_view(gp_done: GaussianProcess, y_done: np.ndarray, Xc: np.ndarray, yc: 
     if len(Xc) == 0:
         return Posterior(gp_done, y_done, gp_done)
     return SoftCensoredPosterior(gp_done, y_done, Xc, yc, noise_frac * gp_done.hyper.amplitude)
+
+
+def model_factory(settings: Settings, algorithm: Algorithm, inputs: SearchSpace, n_context: int,
+                  domain: np.ndarray | None) -> Callable[..., CensoredModel]:
+    """A function making an optimizer's censored GP model from a kernel's name (``auto``: SE,
+    or Matern-5/2 where the evidence says) and optional hyperparameter bounds.
+
+    Args:
+        settings: the optimizer's settings (the kernel's start and categorical lengthscales).
+        algorithm: how running trials enter the GP (``keep_all`` depends on it).
+        inputs: the GP's inputs (the space, with the contexts' after it).
+        n_context: the contexts' dimensions with a shared-context kernel (0: none, or product).
+        domain: a finite domain, if any.
+    """
+    m, r = settings.research.model, settings.research
+    hyper = Hyperparameters(m.amplitude, np.full(inputs.dim, m.lengthscale), m.noise,
+                            0.5 if n_context else None,
+                            0.2 if n_context and m.context_kernel == "shared-level" else None)
+    shared = m.categorical_lengthscale == "shared" and any(
+        p.kind == "categorical" for p in inputs.params.values())
+    groups = inputs.groups() if shared else None
+    # a GP over every started trial: hard censoring and hallucination take their variance from
+    # it, the "sdf" beta_t its information gain; soft censoring needs only the usable results'
+    pending = algorithm.pending
+    keep_all = (pending == "hallucinate" or (pending == "censor" and r.censored.censoring == "hard")
+                or r.exploration.beta_schedule == "sdf")
+
+    def model(name: str, bounds: HyperBounds | None = None) -> CensoredModel:
+        kernels = [make_kernel(k, n_context)
+                   for k in (("se", "matern52") if name == "auto" else (name,))]
+        return CensoredModel(kernels[0], hyper, domain, bounds, groups=groups,
+                             alternatives=kernels[1:], keep_all=keep_all)
+
+    return model

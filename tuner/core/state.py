@@ -8,11 +8,10 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 import numpy as np
 
-from .constraints import feasible
 from .persist import envelope, opened
 from .settings import PAPER_EXACT, Settings, by_name
 from .space import SearchSpace
-from .trial import Status, Trial, upgrade_v1
+from .trial import Trial, upgrade_v1
 from .warp_choice import CHOOSING_RULES
 
 if TYPE_CHECKING:
@@ -32,12 +31,8 @@ def state_dict(opt: Optimizer) -> dict[str, Any]:
 
 def changing_state(opt: Optimizer) -> dict[str, Any]:
     """The parts of ``state_dict`` that change as trials run, but the trials."""
-    return {"objective": opt.objective.state_dict(),
-            "constraint_models": [m.state_dict() for m in opt.constraint_models],
-            "handler": opt.handler.state_dict(),
-            "seen_constraint": sorted(opt._seen_constraint),
-            "warp": {"rule": opt.warp_rule, "on": opt.warp_on, "chosen_at": opt._warp_chosen_at},
-            "rng": opt.rng.bit_generator.state}
+    return {"objective": opt.objective.state_dict(), **opt.estimates.state_dict(),
+            "warp": opt.scale.state_dict(), "rng": opt.rng.bit_generator.state}
 
 
 def built_with(state: Mapping[str, Any]) -> tuple[SearchSpace, Settings, np.ndarray | None]:
@@ -57,19 +52,12 @@ def built_with(state: Mapping[str, Any]) -> tuple[SearchSpace, Settings, np.ndar
 def restore(opt: Optimizer, state: Mapping[str, Any]) -> None:
     """Give ``opt``, freshly built with ``built_with(state)``, the rest of the saved state."""
     upgrade = upgrade_v1 if state["version"] == 1 else dict
-    opt.trials = [Trial.from_dict(upgrade(d)) for d in state["trials"]]
-    opt._by_id = {tr.trial_id: tr for tr in opt.trials}
-    opt._live = {tr.trial_id: tr for tr in opt.trials if tr.status == Status.RUNNING}
-    opt._range_memo = None
+    opt.ledger.restore(Trial.from_dict(upgrade(d)) for d in state["trials"])
+    opt.scale.forget()
     opt.rng.bit_generator.state = state["rng"]
-    if "warp" in state and opt.warp_rule in CHOOSING_RULES:
+    if "warp" in state and opt.scale.rule in CHOOSING_RULES:
         # the warp's choice and the box that goes with it, before a deferred fit is rebuilt in it
-        opt.warp_on, opt._warp_chosen_at = state["warp"]["on"], state["warp"]["chosen_at"]
-        opt.objective.bounds = opt.objective_bounds(opt.warp_on)
+        opt.scale.load_state(state["warp"])
+        opt.objective.bounds = opt.scale.gp_bounds(opt.scale.warp_on)
     opt.objective.load_state(state["objective"], opt.trials)
-    for model, st in zip(opt.constraint_models, state["constraint_models"]):
-        model.load_state(st, opt.trials)
-    opt.handler.load_state(state["handler"])
-    opt._seen_constraint = set(state["seen_constraint"])
-    opt.handler.feasible_found = any(feasible(tr, opt.constraints) for tr in opt.trials
-                                     if tr.trial_id in opt._seen_constraint)
+    opt.estimates.load_state(state, opt.trials)
