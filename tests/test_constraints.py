@@ -7,7 +7,8 @@ from conftest import optimizer
 from tuner import PAPER_EXACT, Optimizer, Settings
 from tuner.core.acquisition import probability_feasible
 from tuner.core.constraints import CBO
-from tuner.core.gp import GaussianProcess, Hyperparameters, Posterior
+from tuner.core.gp import GaussianProcess, Hyperparameters
+from tuner.core.posterior import Posterior
 from tuner.core.kernels import SquaredExponential
 from tuner.loop.simulator import Fixed, RunTime, SimClock, simulate
 

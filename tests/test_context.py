@@ -167,7 +167,7 @@ def test_the_shared_context_kernel_is_its_formula_computed_in_parts(name, one_co
 
 
 def test_the_shared_context_kernel_has_the_gradient_of_its_likelihood():
-    from tuner.core.gp import negative_log_marginal_likelihood, pairwise_sqdiff
+    from tuner.core.marginal_likelihood import negative_log_marginal_likelihood, pairwise_sqdiff
     from tuner.core.kernels import make_kernel
 
     rng = np.random.default_rng(0)

@@ -6,8 +6,9 @@ from sklearn.gaussian_process import GaussianProcessRegressor
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Matern
 
 from tuner.core.acquisition import thompson_sample
-from tuner.core.gp import (GaussianProcess, Hyperparameters, Posterior, fit_hyperparameters,
-                      negative_log_marginal_likelihood, pairwise_sqdiff)
+from tuner.core.gp import GaussianProcess, Hyperparameters
+from tuner.core.marginal_likelihood import fit_hyperparameters, negative_log_marginal_likelihood, pairwise_sqdiff
+from tuner.core.posterior import Posterior
 from tuner.core.kernels import Matern52, SquaredExponential
 
 rng = np.random.default_rng(0)

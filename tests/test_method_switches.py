@@ -14,7 +14,9 @@ from sklearn.gaussian_process.kernels import RBF, ConstantKernel
 from conftest import optimizer
 from tuner import PAPER_EXACT, Optimizer, Settings
 from tuner.core.trial import Status
-from tuner.core.gp import GaussianProcess, Hyperparameters, Posterior, SoftCensoredPosterior
+from tuner.core.gp import GaussianProcess, Hyperparameters
+from tuner.core.posterior import Posterior
+from tuner.core.soft_censoring import SoftCensoredPosterior
 from tuner.core.kernels import SquaredExponential
 from tuner.core.model import soft_view
 from tuner.core.targets import RankWarp

@@ -5,7 +5,8 @@ import pytest
 
 from conftest import optimizer
 from tuner import ALGORITHMS, Optimizer
-from tuner.core.gp import GaussianProcess, Hyperparameters, Posterior
+from tuner.core.gp import GaussianProcess, Hyperparameters
+from tuner.core.posterior import Posterior
 from tuner.core.kernels import SquaredExponential
 from tuner.core.maximize import maximize
 from tuner.loop.problems import gp_sample_1d

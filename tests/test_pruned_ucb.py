@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from tuner.core.acquisition import shifted
-from tuner.core.gp import PRUNE_BLOCK, GaussianProcess, Hyperparameters, Posterior
+from tuner.core.gp import GaussianProcess, Hyperparameters
+from tuner.core.posterior import PRUNE_BLOCK, Posterior
 from tuner.core.kernels import SquaredExponential
 from tuner.core.maximize import maximize
 from tuner.core.space import SearchSpace

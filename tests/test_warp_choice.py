@@ -8,7 +8,8 @@ import pytest
 
 from conftest import optimizer
 from tuner import Optimizer
-from tuner.core.gp import GaussianProcess, Hyperparameters, Posterior
+from tuner.core.gp import GaussianProcess, Hyperparameters
+from tuner.core.posterior import Posterior
 from tuner.core.kernels import Matern52
 import tuner.core.warp_choice as warp_choice
 from tuner.core.targets import RankWarp, normalized

@@ -21,7 +21,8 @@ import numpy as np
 from scipy.linalg import cholesky, eigh
 from scipy.special import erfcx, log_ndtr, ndtr
 
-from .gp import Posterior, blas_threads
+from .gp import blas_threads
+from .posterior import Posterior
 
 EstimateFn = Callable[[np.ndarray], np.ndarray]
 

@@ -17,7 +17,8 @@ from .constraint_estimates import ConstraintEstimates
 from .constraints import feasible
 from .context import Contexts, at_context
 from .exploration import Exploration
-from .gp import Posterior, blas_threads
+from .gp import blas_threads
+from .posterior import Posterior
 from .ledger import TrialLedger
 from .maximize import Mask, any_of, candidate_set, maximize
 from .model import CensoredModel

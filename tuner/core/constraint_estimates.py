@@ -14,7 +14,7 @@ from .algorithms import Algorithm
 from .censoring import constraint_view
 from .constraints import SHIFTS, Constraint, Handler, arrived_since, feasible, mean_run_time, sample
 from .exploration import Exploration
-from .gp import Posterior
+from .posterior import Posterior
 from .ledger import TrialLedger
 from .model import CensoredModel
 from .settings import Settings

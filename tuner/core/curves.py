@@ -74,7 +74,8 @@ class CurveModel:
     def final(self, x: np.ndarray, step: float, value: float) -> tuple[float, float]:
         """Mean and standard deviation of the value at full length of a run at ``x`` that
         reached ``value`` at ``step``."""
-        from .gp import GaussianProcess, HyperBounds, fit_hyperparameters
+        from .gp import GaussianProcess, HyperBounds
+        from .marginal_likelihood import fit_hyperparameters
 
         if self._cache is None:
             X, g = self.data()

@@ -29,7 +29,8 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from .gp import GaussianProcess, HyperBounds, Hyperparameters, fit_hyperparameters
+from .gp import GaussianProcess, HyperBounds, Hyperparameters
+from .marginal_likelihood import fit_hyperparameters
 from .kernels import Matern52
 from .maximize import Mask
 from .trial import Status, Trial

@@ -15,7 +15,8 @@ import numpy as np
 from . import acquisition as acq
 from .algorithms import Algorithm
 from .censoring import in_last_window, pending_in_window
-from .gp import GaussianProcess, Posterior
+from .gp import GaussianProcess
+from .posterior import Posterior
 from .settings import Settings
 from .trial import Trial
 

@@ -15,7 +15,8 @@ from typing import Any, Protocol, Sequence
 
 import numpy as np
 
-from .gp import HyperBounds, Hyperparameters, fit_and_score
+from .gp import HyperBounds, Hyperparameters
+from .marginal_likelihood import fit_and_score
 from .kernels import Kernel
 
 

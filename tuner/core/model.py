@@ -31,7 +31,9 @@ import numpy as np
 from .algorithms import Algorithm
 from .censoring import Trial
 from .fit_job import FitJob, PendingFit, Pool, fit_best
-from .gp import GaussianProcess, HyperBounds, Hyperparameters, Posterior, SoftCensoredPosterior
+from .gp import GaussianProcess, HyperBounds, Hyperparameters
+from .posterior import Posterior
+from .soft_censoring import SoftCensoredPosterior
 from .kernels import Kernel, make_kernel
 from .space import SearchSpace
 

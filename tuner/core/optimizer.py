@@ -44,7 +44,7 @@ from .context import Contexts
 from .design import StartupDesign
 from .exploration import Exploration
 from .fit_job import Pool
-from .gp import Posterior
+from .posterior import Posterior
 from .ledger import TrialLedger
 from .model import CensoredModel, model_factory
 from .persist import write_json

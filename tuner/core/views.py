@@ -11,7 +11,7 @@ import numpy as np
 
 from .algorithms import Algorithm
 from .fit_job import Pool
-from .gp import Posterior
+from .posterior import Posterior
 from .model import CensoredModel, soft_view
 from .settings import Settings
 from .trial import Status, Trial

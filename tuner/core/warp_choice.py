@@ -19,7 +19,8 @@ import warnings
 import numpy as np
 from scipy.stats import ConstantInputWarning, spearmanr
 
-from .gp import GaussianProcess, HyperBounds, Hyperparameters, fit_hyperparameters
+from .gp import GaussianProcess, HyperBounds, Hyperparameters
+from .marginal_likelihood import fit_hyperparameters
 from .kernels import Kernel
 
 WARP_CHOICE_FROM = 20         # the first choice once this many usable results are in (half of them
