@@ -107,7 +107,7 @@ def test_the_two_rules_weigh_the_held_out_ranks_differently(monkeypatch, rule, s
     more than the margin; none-or-copula drops it only for a plain GP at rho >= 0.8 that ranks
     better by more than the margin."""
     given = iter(scores)
-    monkeypatch.setattr(warp_choice, "loo_rank_score", lambda *args: next(given))
+    monkeypatch.setattr(warp_choice, "loo_rank_score", lambda **kw: next(given))
     assert prefer_copula(rule, None, None, None, None, None, None, (None, None), 0, False, None, False,
                          margin=0.1) is copula
 
@@ -135,11 +135,12 @@ def test_tail_or_copula_compares_the_tails_gp_in_its_box_with_the_copulas_in_its
                     kernel="matern52", n_initial=8, research={"noise_floor": 1e-3})
     seen, score = [], warp_choice.loo_rank_score
 
-    def spy(kernel, X, y, start, rng, bounds, *rest):
+    def spy(**kw):
         finished = [tr for tr in opt.trials if tr.status == Status.FINISHED]
         u = normalized(finished, opt.settings.mode, *opt.scale.reward_range())
-        seen.append((np.sort(y), bounds.noise[0], np.sort(RankWarp.fit_tail(u)(u)), np.sort(u)))
-        return score(kernel, X, y, start, rng, bounds, *rest)
+        seen.append((np.sort(kw["y"]), kw["bounds"].noise[0], np.sort(RankWarp.fit_tail(u)(u)),
+                     np.sort(u)))
+        return score(**kw)
 
     monkeypatch.setattr(warp_choice, "loo_rank_score", spy)
     for _ in range(WARP_CHOICE_FROM + 1):

@@ -373,7 +373,7 @@ PENDING_ALGOS = ("gp-ucb-sdf", "gp-ucb", "gp-ts-sdf", "asy-ts")
 def pending_grid(seeds: int, n: int) -> list[Job]:
     """GP-UCB-SDF / GP-TS-SDF against GP-UCB / asy-TS, all with m = inf (a result counts when it
     arrives; only the treatment of running trials differs), paired by seed."""
-    return [Job(p, W, rt, 1.0, 0, "inf", a, seed, n)
+    return [Job(problem=p, workers=W, runtime=rt, cv=1.0, noise=0, window="inf", algorithm=a, seed=seed, n=n)
             for seed in range(seeds) for p in PROBLEMS for W in (2, 8) for rt in ("indep", "corr")
             for a in PENDING_ALGOS]
 
@@ -461,7 +461,7 @@ def grid(quick: bool, seeds: int, n: int) -> list[Job]:
             for prob, W, rt, cv, nz, win, algo in itertools.product(
                     part["problems"], part["workers"], part["runtimes"], part["cvs"],
                     part["noise"], part["windows"], part["algorithms"]):
-                jobs.append(Job(prob, W, rt, cv, nz, win, algo, seed, n))
+                jobs.append(Job(problem=prob, workers=W, runtime=rt, cv=cv, noise=nz, window=win, algorithm=algo, seed=seed, n=n))
     seen: set[tuple] = set()
     return [j for j in jobs if not (j.key() in seen or seen.add(j.key()))]
 

@@ -57,8 +57,8 @@ def load_simulation(path: str | Path, overrides: Mapping[str, Any] | None = None
         if key in ("trials", "workers", "seed"):
             sim[key] = value
     sim = check_section("simulation", sim, SIM_SCHEMA)
-    return SimulationConfig(top["study"], optimizer_settings(opt), sim["objective"], sim["delay"],
-                            sim["workers"], sim["trials"], sim["noise_std"], sim["seed"], data)
+    return SimulationConfig(study=top["study"], settings=optimizer_settings(opt), objective=sim["objective"], delay=sim["delay"],
+                            workers=sim["workers"], trials=sim["trials"], noise_std=sim["noise_std"], seed=sim["seed"], raw=data)
 
 
 
@@ -91,7 +91,7 @@ def simulate_study(args: argparse.Namespace) -> int:
                   f"best {'-' if best is None else f'{best.value:.4f}'}  "
                   f"elapsed {time.perf_counter() - t0:6.1f}s", flush=True)
 
-    res = simulate(opt, fn, delay, cfg.trials, cfg.workers, cfg.noise_std, cfg.seed, fn.f_opt, progress)
+    res = simulate(optimizer=opt, objective=fn, delay=delay, n_trials=cfg.trials, workers=cfg.workers, noise_std=cfg.noise_std, seed=cfg.seed, f_opt=fn.f_opt, progress=progress)
     regret = res.simple_regret()
     opt.save(out / "optimizer_state.json")
     write_table(out / "trials.csv", [

@@ -103,8 +103,8 @@ class ConstraintEstimates:
         post_g = self.posterior(j, m, now)
         beta_g = s.research.exploration.beta_g
         beta = float(beta_g) if beta_g is not None else beta_t
-        nu_g = self.exploration.nu(post_g, self.ledger.trials, self.ledger.live.values(), m, now, t,
-                                   beta, s.research.exploration.b_c)  # v_t^g, 004 §5
+        nu_g = self.exploration.nu(post=post_g, trials=self.ledger.trials, running=self.ledger.live.values(), m=m, now=now, t=t,
+                                   beta=beta, bound=s.research.exploration.b_c)  # v_t^g, 004 §5
         if self.handler.g_estimate in SHIFTS:
             return acq.shifted(post_g, SHIFTS[self.handler.g_estimate] * nu_g)
         if self.handler.g_estimate == "pof":

@@ -119,7 +119,7 @@ def fit_hyperparameters(kernel: Kernel, X: np.ndarray, y: np.ndarray, start: Hyp
                         n_restarts: int = 2, lengthscale_prior: bool = False,
                         groups: np.ndarray | None = None) -> Hyperparameters:
     """The hyperparameters of ``fit_and_score``."""
-    return fit_and_score(kernel, X, y, start, rng, bounds, n_restarts, lengthscale_prior, groups)[0]
+    return fit_and_score(kernel=kernel, X=X, y=y, start=start, rng=rng, bounds=bounds, n_restarts=n_restarts, lengthscale_prior=lengthscale_prior, groups=groups)[0]
 
 
 @blas_threads

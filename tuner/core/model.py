@@ -142,14 +142,14 @@ class CensoredModel:
         # the kernel in use first, so a single kernel fits exactly as before
         order = sorted(self.kernels, key=lambda k: k is not self.gp_all.kernel)
         if deferred:
-            job = FitJob(order, X, y[idx], [done[i].trial_id for i in idx], self.gp_all.hyper,
-                         int(rng.integers(2 ** 63 - 1)), self.bounds, restarts, lengthscale_prior,
-                         self.groups)
+            job = FitJob(kernels=order, X=X, y=y[idx], ids=[done[i].trial_id for i in idx], start=self.gp_all.hyper,
+                         seed=int(rng.integers(2 ** 63 - 1)), bounds=self.bounds, restarts=restarts, prior=lengthscale_prior,
+                         groups=self.groups)
             self.deferred = PendingFit(job, pool)
             return applied
         self.deferred = None
-        hyper, best = fit_best(order, X, y[idx], self.gp_all.hyper, rng, self.bounds, restarts,
-                               lengthscale_prior, self.groups)
+        hyper, best = fit_best(kernels=order, X=X, y=y[idx], start=self.gp_all.hyper, rng=rng, bounds=self.bounds, restarts=restarts,
+                               prior=lengthscale_prior, groups=self.groups)
         self._apply(hyper, order[best])
         return True
 
@@ -220,10 +220,10 @@ class CensoredModel:
         self.gp_done.extend(Xd[self.done_base:])
         job = state.get("deferred")
         self.deferred = None if job is None else PendingFit(FitJob(
-            [next(k for k in self.kernels if k.name == name) for name in job["kernels"]],
-            np.vstack([by_id[i].x for i in job["ids"]]), np.asarray(job["y"], dtype=float),
-            list(job["ids"]), Hyperparameters.from_dict(job["start"]), int(job["seed"]), self.bounds,
-            int(job["restarts"]), bool(job["prior"]), self.groups))
+            kernels=[next(k for k in self.kernels if k.name == name) for name in job["kernels"]],
+            X=np.vstack([by_id[i].x for i in job["ids"]]), y=np.asarray(job["y"], dtype=float),
+            ids=list(job["ids"]), start=Hyperparameters.from_dict(job["start"]), seed=int(job["seed"]), bounds=self.bounds,
+            restarts=int(job["restarts"]), prior=bool(job["prior"]), groups=self.groups))
 
 
 def refit_interval(every: int, growth: float, fit_n: int) -> int:

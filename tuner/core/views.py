@@ -45,7 +45,8 @@ class PosteriorView:
             offset = float(np.mean(targets(done)))
             y_all, plain = y_all - offset, targets
             targets = lambda trs: plain(trs) - offset  # noqa: E731
-        post = self._view(model, trials, by_id, done, y_all, targets, rng, refit, objective)
+        post = self._view(model, trials, by_id, done, y_all, targets, rng, refit=refit,
+                          objective=objective)
         post.offset = offset
         return post
 
@@ -55,9 +56,9 @@ class PosteriorView:
         s = self.settings
         model.sync(done)
         if refit and self.algorithm.estimate != "random":
-            model.maybe_refit(done, targets(done), s.refit_every, s.research.fitting.fit_max_points,
-                              s.research.fitting.fit_restarts, rng, s.research.fitting.refit_dense_until, s.research.fitting.lengthscale_prior,
-                              s.research.fitting.refit_growth, s.research.fitting.refit_apply == "next", self.fit_pool)
+            model.maybe_refit(done=done, y=targets(done), every=s.refit_every, max_points=s.research.fitting.fit_max_points,
+                              restarts=s.research.fitting.fit_restarts, rng=rng, dense_until=s.research.fitting.refit_dense_until, lengthscale_prior=s.research.fitting.lengthscale_prior,
+                              growth=s.research.fitting.refit_growth, defer=s.research.fitting.refit_apply == "next", pool=self.fit_pool)
         soft = s.research.censored.censoring == "soft" and self.algorithm.pending == "censor"
         if s.sliding_window:
             recent = list(trials[-int(s.sliding_window):])

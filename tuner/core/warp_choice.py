@@ -47,7 +47,7 @@ def loo_rank_score(kernel: Kernel, X: np.ndarray, y: np.ndarray, start: Hyperpar
     the median, with the hyperparameters fit to all of ``y`` (``centre``d on their mean, as the
     GP does with ``prior_mean: mean``)."""
     y = y - y.mean() if centre else y
-    hyper = fit_hyperparameters(kernel, X, y, start, rng, bounds, restarts, prior, groups)
+    hyper = fit_hyperparameters(kernel=kernel, X=X, y=y, start=start, rng=rng, bounds=bounds, n_restarts=restarts, lengthscale_prior=prior, groups=groups)
     mu = loo_means(kernel, hyper, X, y)
     top = y >= np.median(y)
     with warnings.catch_warnings():     # tied top scores (a plateau): rho is nan, read below
@@ -80,8 +80,8 @@ def prefer_copula(rule: str, kernel: Kernel, X: np.ndarray, base: np.ndarray, co
       gain, a search not drawn to the diverged runs, decides);
     - ``tail-or-copula`` (``base`` the tail warp's, which already keeps the search off diverged
       runs): the copula only where its GP ranks better by more than ``margin``."""
-    plain = loo_rank_score(kernel, X, base, start, rng, bounds[0], restarts, prior, groups, centre)
-    warped = loo_rank_score(kernel, X, copula, start, rng, bounds[1], restarts, prior, groups, centre)
+    plain = loo_rank_score(kernel=kernel, X=X, y=base, start=start, rng=rng, bounds=bounds[0], restarts=restarts, prior=prior, groups=groups, centre=centre)
+    warped = loo_rank_score(kernel=kernel, X=X, y=copula, start=start, rng=rng, bounds=bounds[1], restarts=restarts, prior=prior, groups=groups, centre=centre)
     if rule == "tail-or-copula":
         return warped > plain + margin
     return not (plain >= WARP_CHOICE_RHO and plain > warped + margin)

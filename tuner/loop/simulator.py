@@ -257,8 +257,8 @@ def simulate(optimizer: Optimizer | AskTell, objective: Callable[[Mapping[str, A
     loop.run()
     b = backend
     status = np.array([record.status[tid] for tid in b.index], dtype=object)
-    return SimulationResult(b.configs, np.array(b.f_true), np.array(b.start), np.array(b.finish),
-                            f_opt, np.array(loop.suggest_seconds), optimizer, b.metrics_true, status)
+    return SimulationResult(configs=b.configs, f_true=np.array(b.f_true), start=np.array(b.start), finish=np.array(b.finish),
+                            f_opt=f_opt, suggest_seconds=np.array(loop.suggest_seconds), optimizer=optimizer, metrics_true=b.metrics_true, status=status)
 
 
 @dataclass

@@ -141,11 +141,15 @@ def load_study(source: str | Path | Mapping[str, Any],
     opt["mode"] = objective.mode
     opt["objective_bounds"] = objective.bounds
     defaults = study_optimizer_defaults(opt.get("algorithm"), top["context"] is not None)
-    cfg = StudyConfig(study, trainable.name, options, dict(space_spec), objective, budget,
-                      optimizer_settings(opt, defaults), run, RaySection(**check_section("ray", top["ray"], RAY_SCHEMA)),
-                      _mlflow_section(top["mlflow"]), top["output"], fn,
-                      *_progress_sections(top, trainable, options),
-                      *_context_sections(top, space_spec))
+    fidelity, stopping = _progress_sections(top, trainable, options)
+    context, context_space, warm_start = _context_sections(top, space_spec)
+    cfg = StudyConfig(study=study, trainable=trainable.name, trainable_options=options,
+                      space=dict(space_spec), objective=objective, budget=budget,
+                      settings=optimizer_settings(opt, defaults), run=run,
+                      ray=RaySection(**check_section("ray", top["ray"], RAY_SCHEMA)),
+                      mlflow=_mlflow_section(top["mlflow"]), output=top["output"],
+                      trainable_fn=fn, fidelity=fidelity, early_stopping=stopping,
+                      context=context, context_space=context_space, warm_start=warm_start)
     if budget is None:
         return cfg
     if budget.relative:

@@ -138,9 +138,9 @@ def finish(study: Study, table: TrialTable, tracker: Tracker, progress: Progress
         f"{browse_text(uri, tracker.experiment_id)}" + (f"\n{unlogged} MLflow item(s) are not logged "
                                                      f"yet (kept in {cfg.directory}); --resume "
                                                      "sends them" if unlogged else ""))
-    return StudyResult(status, study.optimizer, study.session.where, run_id, cfg.directory,
-                       elapsed, snap.utilization, unlogged,
-                       failure or (None if finished else diagnosis(study)))
+    return StudyResult(status=status, optimizer=study.optimizer, where=study.session.where, run_id=run_id, directory=cfg.directory,
+                       elapsed=elapsed, utilization=snap.utilization, unlogged=unlogged,
+                       diagnosis=failure or (None if finished else diagnosis(study)))
 
 
 def _correlation_text(optimizer: Optimizer, origin: str, context: Mapping[str, Any] | None) -> str:
