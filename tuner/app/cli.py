@@ -87,12 +87,8 @@ def _studies(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="tuner", description=(
-        "Asynchronous, budget-aware hyperparameter tuning on Ray, every trial in MLflow. "
-        "tuner run: a study; tuner show/best/plot/list: its results; tuner simulate: a simulated "
-        "study; tuner bench: the benchmark against Optuna, Syne Tune and random search."))
-    sub = p.add_subparsers(dest="command", required=True)
+def _add_run(sub: Any) -> None:
+    """The ``tuner run`` command and its flags."""
     r = sub.add_parser("run", help="run a study on Ray (local or a cluster), every trial in MLflow")
     r.add_argument("config", nargs="?", help="study YAML, e.g. configs/svm.yaml (default: the "
                    f"built-in study: {DEFAULT_STUDY['trainable']} with a CPU-time budget)")
@@ -121,6 +117,15 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--fresh", action="store_true",
                    help="start over (an existing study folder is kept under a new name)")
     r.set_defaults(func=_run)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="tuner", description=(
+        "Asynchronous, budget-aware hyperparameter tuning on Ray, every trial in MLflow. "
+        "tuner run: a study; tuner show/best/plot/list: its results; tuner simulate: a simulated "
+        "study; tuner bench: the benchmark against Optuna, Syne Tune and random search."))
+    sub = p.add_subparsers(dest="command", required=True)
+    _add_run(sub)
     s = sub.add_parser("simulate", help="run a simulated study (virtual workers, simulated clock)")
     s.add_argument("config", help="study YAML with a simulation section, e.g. configs/synthetic.yaml")
     s.add_argument("--algorithm", help="override optimizer.algorithm")

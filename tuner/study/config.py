@@ -133,19 +133,11 @@ def load_study(source: str | Path | Mapping[str, Any],
                                           {**OBJECTIVE_SCHEMA, "metric": Field((str,), trainable.objective)}))
     budget = _budget_section(top["budget"]) if top["budget"] else None
     run = _run_section(top["run"])
-    opt = dict(top["optimizer"] or {})
-    for key, section in (("mode", "objective.mode"), ("objective_bounds", "objective.bounds")):
-        if key in opt:
-            raise ConfigError(f"optimizer.{key}: set it as {section}")
-    opt.setdefault("seed", run.seed)
-    opt["mode"] = objective.mode
-    opt["objective_bounds"] = objective.bounds
-    defaults = study_optimizer_defaults(opt.get("algorithm"), top["context"] is not None)
     fidelity, stopping = _progress_sections(top, trainable, options)
     context, context_space, warm_start = _context_sections(top, space_spec)
     cfg = StudyConfig(study=study, trainable=trainable.name, trainable_options=options,
                       space=dict(space_spec), objective=objective, budget=budget,
-                      settings=optimizer_settings(opt, defaults), run=run,
+                      settings=_study_settings(top, objective, run), run=run,
                       ray=RaySection(**check_section("ray", top["ray"], RAY_SCHEMA)),
                       mlflow=_mlflow_section(top["mlflow"]), output=top["output"],
                       trainable_fn=fn, fidelity=fidelity, early_stopping=stopping,
@@ -161,6 +153,20 @@ def load_study(source: str | Path | Mapping[str, Any],
         cfg.with_budget(1.0)   # validates the constraint now; the limit is measured at start-up
         return cfg
     return cfg.with_budget(budget.seconds)
+
+
+def _study_settings(top: Mapping[str, Any], objective: Objective, run: Run) -> Settings:
+    """The ``optimizer`` section over a study's defaults, with the objective's mode and bounds
+    and, unless it names one, the run's seed."""
+    opt = dict(top["optimizer"] or {})
+    for key, section in (("mode", "objective.mode"), ("objective_bounds", "objective.bounds")):
+        if key in opt:
+            raise ConfigError(f"optimizer.{key}: set it as {section}")
+    opt.setdefault("seed", run.seed)
+    opt["mode"] = objective.mode
+    opt["objective_bounds"] = objective.bounds
+    defaults = study_optimizer_defaults(opt.get("algorithm"), top["context"] is not None)
+    return optimizer_settings(opt, defaults)
 
 
 def _overridden(data: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:

@@ -92,20 +92,7 @@ def finish(study: Study, table: TrialTable, tracker: Tracker, progress: Progress
     over = best_over_budget(study, finished)
     if finished:
         paths += _write_best(study, top[0], tracker, over)
-    try:
-        from .plots import study_plots
-        from .space_plots import space_plots
-
-        records = [study.record(tid) for tid in study.ended()]
-        curves = read_curves(cfg.directory / CURVES_CSV, key) if cfg.fidelity else None
-        paths += study_plots(records, cfg.directory, key, cfg.budget.seconds if cfg.budget else None,
-                             cfg.objective.mode,
-                             runtime_metric=cfg.budget.metric if cfg.budget else "runtime",
-                             curves=curves, fidelity=cfg.fidelity.metric if cfg.fidelity else "step")
-        paths += space_plots(rows, cfg.space, key, cfg.objective.mode, cfg.directory,
-                             cfg.budget.seconds if cfg.budget else None)
-    except Exception as exc:  # a plot must never cost the study its results
-        progress.message(f"warning: plots not written: {exc}")
+    paths += _plots(study, rows, progress)
     tracker.log_artifacts(paths)
     behind = tracker.behind
     with (progress.phase(f"MLflow: logging the last {behind} item(s)") if behind > 1
@@ -113,19 +100,7 @@ def finish(study: Study, table: TrialTable, tracker: Tracker, progress: Progress
         unlogged = tracker.finish(status)
     study.session.run_id = tracker.run_id or study.session.run_id   # real id once known
     save()
-    used = [cfg.budget.metric] if cfg.budget and cfg.budget.metric != "runtime" else []
-    cols = ["trial", "status", key, "runtime", *used, "over_budget", *cfg.space]
-    if top:
-        progress.message("\n" + summary_table(top, cols))
-    others = not_finished(rows, limit=10)
-    if others and finished:
-        progress.message("\n" + others)
-    carried = carried_counts(study.optimizer)
-    if carried:
-        progress.message("\nlearned from earlier studies (not in this table): " + ", ".join(
-            f"{n} trials of {name}{_correlation_text(study.optimizer, name, cfg.context)}"
-            for name, n in carried.items())
-            + ("" if cfg.context is None else f"; this study's context: {format_config(cfg.context)}"))
+    _print_tables(study, rows, top, finished, progress)
     progress.message("\n" + (best_line(study, top[0]) if finished else
                              f"no trial finished: {diagnosis(study)}" + best_partial_line(study)))
     if over is not None:
@@ -141,6 +116,44 @@ def finish(study: Study, table: TrialTable, tracker: Tracker, progress: Progress
     return StudyResult(status=status, optimizer=study.optimizer, where=study.session.where, run_id=run_id, directory=cfg.directory,
                        elapsed=elapsed, utilization=snap.utilization, unlogged=unlogged,
                        diagnosis=failure or (None if finished else diagnosis(study)))
+
+
+def _plots(study: Study, rows: list[dict[str, Any]], progress: Progress) -> list[Path]:
+    """The study's plots (``plots``, ``space_plots``); a plot that fails is said, never fatal."""
+    cfg, key = study.cfg, study.metric
+    limit = cfg.budget.seconds if cfg.budget else None
+    try:
+        from .plots import study_plots
+        from .space_plots import space_plots
+
+        records = [study.record(tid) for tid in study.ended()]
+        curves = read_curves(cfg.directory / CURVES_CSV, key) if cfg.fidelity else None
+        return [*study_plots(records, cfg.directory, key, limit, cfg.objective.mode,
+                             runtime_metric=cfg.budget.metric if cfg.budget else "runtime",
+                             curves=curves, fidelity=cfg.fidelity.metric if cfg.fidelity else "step"),
+                *space_plots(rows, cfg.space, key, cfg.objective.mode, cfg.directory, limit)]
+    except Exception as exc:  # a plot must never cost the study its results
+        progress.message(f"warning: plots not written: {exc}")
+        return []
+
+
+def _print_tables(study: Study, rows: list[dict[str, Any]], top: list[dict[str, Any]],
+                  finished: list[dict[str, Any]], progress: Progress) -> None:
+    """The ten best trials, those that did not finish, and the earlier studies learned from."""
+    cfg, key = study.cfg, study.metric
+    used = [cfg.budget.metric] if cfg.budget and cfg.budget.metric != "runtime" else []
+    cols = ["trial", "status", key, "runtime", *used, "over_budget", *cfg.space]
+    if top:
+        progress.message("\n" + summary_table(top, cols))
+    others = not_finished(rows, limit=10)
+    if others and finished:
+        progress.message("\n" + others)
+    carried = carried_counts(study.optimizer)
+    if carried:
+        progress.message("\nlearned from earlier studies (not in this table): " + ", ".join(
+            f"{n} trials of {name}{_correlation_text(study.optimizer, name, cfg.context)}"
+            for name, n in carried.items())
+            + ("" if cfg.context is None else f"; this study's context: {format_config(cfg.context)}"))
 
 
 def _correlation_text(optimizer: Optimizer, origin: str, context: Mapping[str, Any] | None) -> str:

@@ -77,6 +77,29 @@ def at_defaults(keys: list[str], now: dict[str, Any], context: bool = False) -> 
     return all(k in defaults and _text(now.get(k)) == _text(defaults[k]) for k in keys)
 
 
+def kept_settings(saved: dict[str, Any], new: dict[str, Any], context: bool) -> list[str]:
+    """The optimizer settings a resumed study keeps from its saved config (``saved``), because
+    a default changed since it started (``at_defaults``); ConfigError naming what the user
+    changed in ``new`` (the resolved config, optimizer settings by name) otherwise."""
+    saved = {**saved, "optimizer": by_name(saved["optimizer"] or {})}
+    changed = [k for k in IDENTITY if _text(saved.get(k)) != _text(new[k])]
+    kept: list[str] = []
+    if "optimizer" in changed:
+        diff = sorted(_differing(saved["optimizer"], new["optimizer"]))
+        if at_defaults(diff, new["optimizer"], context):
+            kept = diff
+            changed.remove("optimizer")
+        else:     # name what the user changed, not a default that moved since
+            asked = ["research." * (k in GROUP_OF) + k for k in diff
+                     if not at_defaults([k], new["optimizer"], context)]
+            changed[changed.index("optimizer")] = "optimizer: " + ", ".join(asked)
+    if changed:
+        raise ConfigError(f"--resume: the config changed {changed} since the study started; "
+                          "only run, ray, mlflow and output may change (use --fresh or a new "
+                          "study name)")
+    return kept
+
+
 class StudyRunner:
     """Runs one study (module docstring) on ``executor``, recording it with the tracker
     ``make_tracker(cfg)`` builds; ``run()`` returns a ``StudyResult``."""
@@ -188,43 +211,24 @@ class StudyRunner:
             if cfg.budget_pending:   # created once the reference run has been measured
                 return None, []
             return self._new_optimizer(), []
+        return self._resumed()
+
+    def _resumed(self) -> tuple[Optimizer, list[int]]:
+        """The saved study: its optimizer with the settings it started with, its session and
+        curves; returns the optimizer and the trials to start again."""
         try:
             version, state = self.state_file.read()
         except StateError as exc:
             raise ConfigError(f"--resume: {exc}") from None
-        old_budget = state["config"].get("budget") or {}
-        if earlier_default_budget(old_budget, cfg.budget):    # an upgrade changed the built-in one
-            self.cfg = cfg = cfg.with_saved_budget(old_budget)
-            self.progress.message(f"--resume: the study keeps the budget it started with: "
-                                  f"{budget_text(cfg.budget)} (the built-in study's budget is now "
-                                  f"{DEFAULT_STUDY['budget']['metric']})")
-        elif cfg.budget_pending and old_budget.get("seconds") is not None:
-            # a relative budget keeps the limit measured when the study started
-            self.cfg = cfg = cfg.with_budget(old_budget["seconds"], old_budget.get("reference_seconds"))
+        cfg = self._with_saved_budget(state["config"].get("budget") or {})
         new = cfg.resolved()
-        saved = {**state["config"], "optimizer": by_name(state["config"]["optimizer"] or {})}
         new["optimizer"] = by_name(new["optimizer"])
-        changed = [k for k in IDENTITY if _text(saved.get(k)) != _text(new[k])]
-        kept: list[str] = []
-        if "optimizer" in changed:
-            diff = sorted(_differing(saved["optimizer"], new["optimizer"]))
-            with_context = cfg.context is not None
-            if at_defaults(diff, new["optimizer"], with_context):
-                kept = diff
-                changed.remove("optimizer")
-            else:     # name what the user changed, not a default that moved since
-                asked = ["research." * (k in GROUP_OF) + k for k in diff
-                         if not at_defaults([k], new["optimizer"], with_context)]
-                changed[changed.index("optimizer")] = "optimizer: " + ", ".join(asked)
-        if changed:
-            raise ConfigError(f"--resume: the config changed {changed} since the study started; "
-                              "only run, ray, mlflow and output may change (use --fresh or a new "
-                              "study name)")
+        kept = kept_settings(state["config"], new, cfg.context is not None)
         optimizer = Optimizer.from_state(state["optimizer"], clock=self.clock)
         if optimizer.settings.output_warp != new["optimizer"]["output_warp"] and "output_warp" not in kept:
             kept.append("output_warp")     # auto saved before it meant tail-or-copula (state.built_with)
         if kept:      # the study goes on as it started: its saved settings, said once
-            self.cfg = cfg = dataclasses.replace(cfg, settings=optimizer.settings)
+            self.cfg = dataclasses.replace(cfg, settings=optimizer.settings)
             was = by_name(optimizer.settings.to_dict())     # a setting newer than the state: its value there
             self.progress.message("--resume: the study keeps the settings it started with: " + "; ".join(
                 f"optimizer.{'research.' * (k in GROUP_OF)}{k} = {json.dumps(was[k])} (the default is now "
@@ -237,6 +241,20 @@ class StudyRunner:
                                {int(k): v for k, v in where.items()}, s["run_id"])
         self.saved_curves = {int(k): v for k, v in (s.get("curves") or {}).items()}
         return optimizer, [tr.trial_id for tr in optimizer.running]
+
+    def _with_saved_budget(self, old_budget: dict[str, Any]) -> StudyConfig:
+        """The study's config with the budget it was saved with, where that stands: the
+        built-in study's of before an upgrade, a relative budget's measured limit."""
+        cfg = self.cfg
+        if earlier_default_budget(old_budget, cfg.budget):    # an upgrade changed the built-in one
+            self.cfg = cfg = cfg.with_saved_budget(old_budget)
+            self.progress.message(f"--resume: the study keeps the budget it started with: "
+                                  f"{budget_text(cfg.budget)} (the built-in study's budget is now "
+                                  f"{DEFAULT_STUDY['budget']['metric']})")
+        elif cfg.budget_pending and old_budget.get("seconds") is not None:
+            # a relative budget keeps the limit measured when the study started
+            self.cfg = cfg = cfg.with_budget(old_budget["seconds"], old_budget.get("reference_seconds"))
+        return cfg
 
     def _new_optimizer(self) -> Optimizer:
         """A new study's optimizer, at its context, told the earlier studies' trials (``warm``)."""

@@ -194,6 +194,24 @@ def _jsonable(value: Any) -> bool:
         return False
 
 
+def _settings(asked: Mapping[str, Any], mode: str | None, context: bool) -> dict[str, Any]:
+    """The optimizer's settings (``to_dict``) of a search: ``asked`` over a study's defaults,
+    validated now (unknown names, bad values, an unknown algorithm), not at the first suggestion
+    deep inside a Ray run."""
+    if "mode" in asked:
+        raise ValueError("pass mode as TunerSearch(mode=...), not as an optimizer setting")
+    # idle_near_deadline off here: a Tune trial's time from suggestion to result includes its
+    # actor's start, so the shortest run is overstated and the search would end too soon
+    study = Settings.from_dict({**study_optimizer_defaults(asked.get("algorithm"), context),
+                                "idle_near_deadline": False})
+    settings = overridden(study, {**asked, "mode": mode or "max"}, "TunerSearch")
+    settings.validate()
+    out = settings.to_dict()
+    if not _jsonable(out):
+        raise ValueError("optimizer settings must be JSON-serializable (they are checkpointed)")
+    return out
+
+
 # --- the searcher ----------------------------------------------------------------------------
 
 class TunerSearch(Searcher):
@@ -277,21 +295,9 @@ class TunerSearch(Searcher):
                 {"metric": budget_metric, "limit": budget, "type": "budget"}]
         if objective_bounds is not None:
             objective_bounds = [float(objective_bounds[0]), float(objective_bounds[1])]
-        if "mode" in optimizer_settings:
-            raise ValueError("pass mode as TunerSearch(mode=...), not as an optimizer setting")
-        # off here: a Tune trial's time from suggestion to result includes its actor's start, so
-        # the shortest run is overstated and the search would end too soon
-        study = Settings.from_dict({**study_optimizer_defaults(algorithm, context is not None),
-                                    "idle_near_deadline": False})
-        # Validate every setting now (unknown names, bad values, unknown algorithm), not at the
-        # first suggestion deep inside a Ray run.
-        settings = overridden(study, {"algorithm": algorithm, "objective_bounds": objective_bounds,
-                                      "seed": int(seed), "mode": mode or "max",
-                                      **optimizer_settings}, "TunerSearch")
-        settings.validate()
-        self._settings: dict[str, Any] = settings.to_dict()
-        if not _jsonable(self._settings):
-            raise ValueError("optimizer settings must be JSON-serializable (they are checkpointed)")
+        self._settings: dict[str, Any] = _settings(
+            {"algorithm": algorithm, "objective_bounds": objective_bounds, "seed": int(seed),
+             **optimizer_settings}, mode, context is not None)
 
         self._space: SearchSpace | None = None
         self._constants: dict[str, Any] = {}
