@@ -73,7 +73,8 @@ def test_syne_tune_adapter_fantasizes_pending_trials():
         (sorted(opt.scheduler.base_scheduler.searcher.pending_trials), sorted(opt.pending))))
     searcher = opt.scheduler.base_scheduler.searcher
     assert len(searcher.trial_configs) == 12
-    assert all(a == b for a, b in seen) and max(len(a) for a, _ in seen) == W   # what qLogEI fantasizes
+    # what qLogEI fantasizes
+    assert all(a == b for a, b in seen) and max(len(a) for a, _ in seen) == W
     assert len(res.start) == 12
 
 
@@ -105,7 +106,10 @@ def test_quick_benchmark_end_to_end(tmp_path):
         rows = list(csv.DictReader(fh))
     assert set(compare.COLUMNS) <= set(rows[0])
     assert {(r["problem"], r["method"]) for r in rows} == {
-        (p, m) for p in ("branin", "gardner", "hpo-mixed-budget") for m in ("tuner", "optuna-tpe", "random")}
+        (p, m)
+        for p in ("branin", "gardner", "hpo-mixed-budget")
+        for m in ("tuner", "optuna-tpe", "random")
+    }
     for r in rows:
         f_opt, best, first = float(r["f_opt"]), float(r["best_1"]), float(r["first_score"])
         assert int(r["trials"]) >= 4 * int(r["workers"]) and int(r["completed"]) <= int(r["trials"])

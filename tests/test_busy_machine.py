@@ -28,7 +28,9 @@ def test_the_built_in_study_finishes_trials_while_other_jobs_use_every_core(tmp_
     assert statuses.count("FINISHED") >= 3, p.stdout
     assert "best: trial" in p.stdout
     budget = state["config"]["budget"]
-    assert budget["limit"] == "1.5x" and budget["seconds"] == pytest.approx(1.5 * budget["reference_seconds"])
+    assert budget["limit"] == "1.5x" and budget["seconds"] == pytest.approx(
+        1.5 * budget["reference_seconds"]
+    )
     client = MlflowClient(uri)
     exp = client.get_experiment_by_name("cnn-digits")
     parent = [r for r in client.search_runs([exp.experiment_id])

@@ -3,7 +3,7 @@ import pytest
 
 from conftest import optimizer
 from tuner.core.optimizer import Optimizer
-from tuner.core.settings import PAPER_EXACT, Settings
+from tuner.core.settings import PAPER_EXACT
 from tuner.loop.simulator import SimClock
 
 SPACE = {"x": {"type": "float", "low": 0.0, "high": 1.0}}
@@ -28,7 +28,7 @@ def test_pending_trials_enter_at_the_minimum_and_results_replace_it():
 
 def test_minimum_comes_from_objective_bounds_and_mode():
     opt, _ = make(window=10, mode="min", objective_bounds=(0.0, 4.0))
-    a, b = opt.suggest().trial_id, opt.suggest().trial_id
+    a, _ = opt.suggest().trial_id, opt.suggest().trial_id
     opt.tell(a, 1.0)   # loss 1 of [0, 4]: 0.75 of the way from worst to best
     assert np.allclose(opt.censored_targets(), [0.75, 0.0])
 
@@ -65,7 +65,8 @@ def test_baselines_count_a_late_result_whenever_it_arrives(algorithm):
 
 
 def test_by_default_a_late_result_counts_when_it_arrives():
-    """Default m = inf (docs/research/notes/evidence.md, "Censoring window"): censored while running, never after."""
+    """Default m = inf (docs/research/notes/evidence.md, "Censoring window"): censored while
+    running, never after."""
     opt = Optimizer(SPACE, clock=SimClock(), seed=0, objective_bounds=(0.0, 1.0))
     assert opt.window.size == float("inf")
     first = opt.suggest().trial_id
@@ -101,7 +102,7 @@ def test_failed_trial_is_censored_and_not_pending():
 
 def test_auto_window_is_twice_the_mean_delay():
     opt, clock = make(window="auto", window_unit="seconds")
-    a, b = opt.suggest().trial_id, opt.suggest().trial_id
+    a, _ = opt.suggest().trial_id, opt.suggest().trial_id
     clock.now = 3.0
     opt.tell(a, 0.5)
     clock.now = 5.0
@@ -132,7 +133,9 @@ def test_nu_matches_hand_computation():
 
 
 def test_baselines_ignore_pending_and_hallucination_keeps_the_mean():
-    opts = {a: make(algorithm=a, window=50, n_initial=4)[0] for a in ("gp-ucb", "gp-bucb", "gp-ucb-sdf")}
+    opts = {
+        a: make(algorithm=a, window=50, n_initial=4)[0] for a in ("gp-ucb", "gp-bucb", "gp-ucb-sdf")
+    }
     for opt in opts.values():
         ids = [opt.suggest(config={"x": x}).trial_id for x in (0.1, 0.3, 0.5, 0.52)]
         opt.tell(ids[0], 0.2)

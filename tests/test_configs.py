@@ -11,8 +11,11 @@ from tuner.study.config import load_study
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 
 
-@pytest.mark.parametrize("path", sorted(p for p in CONFIGS.glob("*.yaml") if "simulation" not in p.read_text()),
-                         ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "path",
+    sorted(p for p in CONFIGS.glob("*.yaml") if "simulation" not in p.read_text()),
+    ids=lambda p: p.name,
+)
 def test_shipped_run_configs_load(path):
     cfg = load_study(path)
     assert cfg.run.trials > 0 and cfg.space
@@ -60,8 +63,8 @@ def test_a_study_chooses_its_warp_unless_its_config_says_otherwise():
 
 
 def test_a_study_with_a_context_keeps_the_design_of_two_points_per_parameter():
-    """The later contexts' warm starts use the first one's spread (docs/research/notes/method.md "A lean
-    start-up design in a study"); a study without a context starts lean, and a config that
+    """The later contexts' warm starts use the first one's spread (docs/research/notes/method.md "A
+    lean start-up design in a study"); a study without a context starts lean, and a config that
     names the design wins."""
     from tuner.integrations.ray.tune_search import TunerSearch
 
@@ -79,9 +82,10 @@ def test_a_study_with_a_context_keeps_the_design_of_two_points_per_parameter():
 
 
 def test_thompson_sampling_with_a_context_starts_without_the_rank_warp():
-    """A study default that depends on the study: TS with a context (docs/research/notes/contextual.md
-    "Thompson sampling and the rank warp"); UCB with a context and TS without one keep the warp,
-    and a config or TunerSearch argument that names the setting wins."""
+    """A study default that depends on the study: TS with a context
+    (docs/research/notes/contextual.md "Thompson sampling and the rank warp"); UCB with a context
+    and TS without one keep the warp, and a config or TunerSearch argument that names the setting
+    wins."""
     from tuner.integrations.ray.tune_search import TunerSearch
 
     base = {"study": "ts", "trainable": "logreg",

@@ -43,7 +43,8 @@ def test_rpol_rectified_q_update_uses_values_in_arrival_order():
     opt.tell(1, 0.5, metrics={"cost": 2.6})           # c = 2.0
     opt.suggest()                                     # round t = 4
     assert opt.handler.Q[0] == pytest.approx(math.sqrt(2) + 0.9 + 2.0)
-    for _ in range(30):                               # nothing arrives: the floor sqrt(t) takes over
+    # nothing arrives: the floor sqrt(t) takes over
+    for _ in range(30):
         opt.suggest()
     assert opt.handler.Q[0] == pytest.approx(math.sqrt(34))
 
@@ -57,7 +58,9 @@ def test_several_constraints_keep_one_multiplier_each():
     opt.suggest()                                                  # round t = 2
     assert opt.handler.Q == pytest.approx([max(1.0 + 0.4, math.sqrt(2)), 1.0 + 1.5])
     f, g1, g2 = np.array([1.0, 1.0]), np.array([0.5, -1.0]), np.array([-2.0, 0.25])
-    assert opt.handler.score(2, f, [g1, g2], 1.0) == pytest.approx([1.0 - 1.414214 * 0.5, 1.0 - 2.5 * 0.25])
+    assert opt.handler.score(2, f, [g1, g2], 1.0) == pytest.approx(
+        [1.0 - 1.414214 * 0.5, 1.0 - 2.5 * 0.25]
+    )
 
 
 def test_penalty_epochs_use_the_values_that_arrived_during_the_epoch():
@@ -244,8 +247,17 @@ def test_suggestions_converge_to_the_feasible_optimum(name, kw):
 def test_log_ei_improves_on_the_best_feasible_result_not_on_an_infeasible_one():
     """Constrained EI (Gardner et al. 2014): with f = x and x <= 0.6 feasible, a result at 0.95
     is the largest but infeasible; improving on it would send the search past the limit."""
-    opt = Optimizer(LINE, algorithm="gp-ei-sdf", domain=GRID, objective_bounds=(0.0, 1.0),
-                    n_initial=0, constraints=[COST], clock=SimClock(), seed=0, research={"lengthscale": 0.3})
+    opt = Optimizer(
+        LINE,
+        algorithm="gp-ei-sdf",
+        domain=GRID,
+        objective_bounds=(0.0, 1.0),
+        n_initial=0,
+        constraints=[COST],
+        clock=SimClock(),
+        seed=0,
+        research={"lengthscale": 0.3},
+    )
     for x in (0.05, 0.3, 0.5, 0.7, 0.95):
         opt.tell(opt.suggest(config={"x": x}).trial_id, x, metrics={"cost": x})
     assert 0.5 < opt.suggest().config["x"] <= 0.6
@@ -253,31 +265,76 @@ def test_log_ei_improves_on_the_best_feasible_result_not_on_an_infeasible_one():
 
 # --- configuration errors ------------------------------------------------------------------------
 
-@pytest.mark.parametrize("kw, words", [
-    ({"constraints": [{"metric": "runtime", "limit": 0}]}, ["constraints[0].limit", "budget must be > 0"]),
-    ({"constraints": [{"metric": "runtime", "limit": -5, "type": "budget"}]}, ["constraints[0].limit", "> 0"]),
-    ({"constraints": [{"metric": "runtime", "limit": "60s"}]}, ["constraints[0].limit", "number"]),
-    ({"constraints": [{"metric": "t", "limit": 0, "type": "upper", "runtime": True}]},
-     ["constraints[0].limit", "run-time limit must be > 0"]),
-    ({"constraints": [COST], "constraint_handler": "cbo", "handler_options": {"horizon": 0.5}},
-     ["handler_options.horizon", "integer >= 1"]),
-    ({"constraints": [{"limit": 60}]}, ["constraints[0].metric", "required"]),
-    ({"constraints": [{"metric": "m", "limit": 1, "type": "below"}]}, ["constraints[0].type", "budget", "upper"]),
-    ({"constraints": [{"metric": "m", "limit": 1, "runtme": True}]}, ["unknown key", "runtme", "runtime"]),
-    ({"constraints": [{"metric": "m", "limit": 1, "runtime": "yes"}]}, ["constraints[0].runtime", "true or false"]),
-    ({"constraints": [COST], "constraint_handler": "lagrange"}, ["constraint_handler", "rpol", "cbo", "penalty", "scgp"]),
-    ({"constraints": [COST], "constraint_handler": "rpol", "handler_options": {"Q1": 2}},
-     ["handler_options", "Q1", "q1"]),
-    ({"constraints": [COST], "constraint_handler": "penalty", "handler_options": {"psi": "log"}},
-     ["handler_options.psi", "exp", "poly"]),
-    ({"constraints": [COST], "stop_margin": 0.2}, ["stop_margin", "runtime: true"]),
-    ({"constraints": [RUNTIME], "stop_margin": -1}, ["stop_margin", ">= 0"]),
-    ({"constraints": [dict(COST, observable=True)]}, ["observable", "scgp"]),
-    ({"constraints": [COST], "constraint_handler": "scgp"}, ["scgp", "observable: true", "cost"]),
-    ({"constraints": [COST, COST]}, ["once", "cost"]),
-    ({"constraints": [COST], "algorithm": "gp-ei-sdf", "constraint_handler": "rpol"},
-     ["constraint_handler", "gp-ei-sdf", "pof", "rpol"]),
-])
+@pytest.mark.parametrize(
+    "kw, words",
+    [
+        (
+            {"constraints": [{"metric": "runtime", "limit": 0}]},
+            ["constraints[0].limit", "budget must be > 0"],
+        ),
+        (
+            {"constraints": [{"metric": "runtime", "limit": -5, "type": "budget"}]},
+            ["constraints[0].limit", "> 0"],
+        ),
+        (
+            {"constraints": [{"metric": "runtime", "limit": "60s"}]},
+            ["constraints[0].limit", "number"],
+        ),
+        (
+            {"constraints": [{"metric": "t", "limit": 0, "type": "upper", "runtime": True}]},
+            ["constraints[0].limit", "run-time limit must be > 0"],
+        ),
+        (
+            {
+                "constraints": [COST],
+                "constraint_handler": "cbo",
+                "handler_options": {"horizon": 0.5},
+            },
+            ["handler_options.horizon", "integer >= 1"],
+        ),
+        ({"constraints": [{"limit": 60}]}, ["constraints[0].metric", "required"]),
+        (
+            {"constraints": [{"metric": "m", "limit": 1, "type": "below"}]},
+            ["constraints[0].type", "budget", "upper"],
+        ),
+        (
+            {"constraints": [{"metric": "m", "limit": 1, "runtme": True}]},
+            ["unknown key", "runtme", "runtime"],
+        ),
+        (
+            {"constraints": [{"metric": "m", "limit": 1, "runtime": "yes"}]},
+            ["constraints[0].runtime", "true or false"],
+        ),
+        (
+            {"constraints": [COST], "constraint_handler": "lagrange"},
+            ["constraint_handler", "rpol", "cbo", "penalty", "scgp"],
+        ),
+        (
+            {"constraints": [COST], "constraint_handler": "rpol", "handler_options": {"Q1": 2}},
+            ["handler_options", "Q1", "q1"],
+        ),
+        (
+            {
+                "constraints": [COST],
+                "constraint_handler": "penalty",
+                "handler_options": {"psi": "log"},
+            },
+            ["handler_options.psi", "exp", "poly"],
+        ),
+        ({"constraints": [COST], "stop_margin": 0.2}, ["stop_margin", "runtime: true"]),
+        ({"constraints": [RUNTIME], "stop_margin": -1}, ["stop_margin", ">= 0"]),
+        ({"constraints": [dict(COST, observable=True)]}, ["observable", "scgp"]),
+        (
+            {"constraints": [COST], "constraint_handler": "scgp"},
+            ["scgp", "observable: true", "cost"],
+        ),
+        ({"constraints": [COST, COST]}, ["once", "cost"]),
+        (
+            {"constraints": [COST], "algorithm": "gp-ei-sdf", "constraint_handler": "rpol"},
+            ["constraint_handler", "gp-ei-sdf", "pof", "rpol"],
+        ),
+    ],
+)
 def test_constraint_configuration_errors_name_the_field(kw, words):
     with pytest.raises(ValueError) as err:
         Optimizer(LINE, **kw)
@@ -288,7 +345,8 @@ def test_constraint_configuration_errors_name_the_field(kw, words):
 def test_a_finished_trial_must_report_each_constrained_metric():
     opt, _ = make(constraints=[COST])
     s = opt.suggest()
-    with pytest.raises(ValueError, match=r"constraint metric\(s\) \['cost'\] missing .*\['accuracy'\]"):
+    with pytest.raises(ValueError, match=r"constraint metric\(s\) \['cost'\] missing "
+                                         r".*\['accuracy'\]"):
         opt.tell(s.trial_id, 0.5, metrics={"accuracy": 0.5})
     with pytest.raises(ValueError, match="samplers must give one function per observable"):
         Optimizer(LINE, constraints=[dict(COST, observable=True)], constraint_handler="scgp")
@@ -316,7 +374,9 @@ def test_a_budget_on_the_log_scale_keeps_the_feasible_set_and_paper_settings_kee
     cons = [{"metric": "runtime", "limit": 10.0, "type": "budget", "runtime": True}]
     space = {"x": {"type": "float", "low": 0.0, "high": 1.0}}
     log = Optimizer(space, Settings(constraints=cons)).constraints[0]
-    ratio = Optimizer(space, Settings.from_dict({**PAPER_EXACT, "constraints": cons})).constraints[0]
+    ratio = Optimizer(space, Settings.from_dict({**PAPER_EXACT, "constraints": cons})).constraints[
+        0
+    ]
     runs = np.array([0.5, 5.0, 9.99, 10.0, 10.01, 30.0, 400.0])
     assert np.allclose(log.g(runs), np.log(runs / 10.0))               # 0.5 / 10 = the floor
     assert np.allclose(ratio.g(runs), runs / 10.0 - 1.0)
@@ -336,7 +396,14 @@ def test_a_budget_on_the_mean_run_time_counts_the_log_normal_noise():
     times = 9.7 * np.exp(0.3 * norm.ppf((np.arange(100) + 0.5) / 100))
     pof, shift = {}, {}
     for bound in ("median", "mean"):
-        opt = Optimizer(LINE, constraints=cons, clock=SimClock(), seed=0, n_initial=0, research={"budget_bound": bound})
+        opt = Optimizer(
+            LINE,
+            constraints=cons,
+            clock=SimClock(),
+            seed=0,
+            n_initial=0,
+            research={"budget_bound": bound},
+        )
         for t in times:
             opt.tell(opt.suggest(config={"x": 0.5}).trial_id, 0.5, metrics={"runtime": float(t)})
         s = opt.suggest()                                        # a choice: the GPs are fitted

@@ -71,7 +71,8 @@ def test_pending_trials_are_censored_in_the_joint_space():
     s = opt.suggest(context={"z": 0.5})
     x = opt.trials[s.trial_id].x
     assert np.allclose(x, [s.config["x"], 0.5]) and len(x) == 2
-    post = opt.objective_posterior()          # soft censoring: the running trial is the censored block
+    # soft censoring: the running trial is the censored block
+    post = opt.objective_posterior()
     assert len(post.Xc) == 1 and np.allclose(post.Xc[0], x)
     assert opt.censored_targets()[-1] == 0.0         # at the minimum of the bounds (-1 -> 0)
 
@@ -105,20 +106,38 @@ def test_a_state_without_contexts_is_written_as_before():
     assert "context_space" not in state and "context" not in state["trials"][0]
 
 
-@pytest.mark.parametrize("make, words", [
-    (lambda: Optimizer(LINE, context_space=Z).suggest(), ["context_space", "suggest(context=", "z"]),
-    (lambda: Optimizer(LINE, context_space=Z).suggest(context={"z": 0.1, "n_rows": 3}),
-     ["unknown", "n_rows", "z"]),
-    (lambda: Optimizer(LINE, context_space=Z).suggest(context={}), ["missing", "z"]),
-    (lambda: Optimizer(LINE).suggest(context={"z": 0.1}), ["context_space"]),
-    (lambda: Optimizer(LINE, context_space={"v": {"type": "categorical", "choices": ["a", "b"]}})
-     .suggest(context={"v": "c"}), ["context 'v'", "choices"]),
-    (lambda: Optimizer(LINE, context_space=Z).suggest(context={"z": 1.5}), ["context 'z'", "outside"]),
-    (lambda: Optimizer(LINE, context_space=Z).suggest(context={"z": "big"}), ["context 'z'"]),
-    (lambda: Optimizer(LINE, context_space={"x": Z["z"]}), ["context_space", "x", "name"]),
-    (lambda: Optimizer(LINE, context_space={"z": {"type": "float", "low": 1, "high": 0}}), ["z"]),
-    (lambda: Optimizer(LINE, context_space=Z, domain=np.array([[0.1], [0.2]])), ["domain"]),
-])
+@pytest.mark.parametrize(
+    "make, words",
+    [
+        (
+            lambda: Optimizer(LINE, context_space=Z).suggest(),
+            ["context_space", "suggest(context=", "z"],
+        ),
+        (
+            lambda: Optimizer(LINE, context_space=Z).suggest(context={"z": 0.1, "n_rows": 3}),
+            ["unknown", "n_rows", "z"],
+        ),
+        (lambda: Optimizer(LINE, context_space=Z).suggest(context={}), ["missing", "z"]),
+        (lambda: Optimizer(LINE).suggest(context={"z": 0.1}), ["context_space"]),
+        (
+            lambda: Optimizer(
+                LINE, context_space={"v": {"type": "categorical", "choices": ["a", "b"]}}
+            ).suggest(context={"v": "c"}),
+            ["context 'v'", "choices"],
+        ),
+        (
+            lambda: Optimizer(LINE, context_space=Z).suggest(context={"z": 1.5}),
+            ["context 'z'", "outside"],
+        ),
+        (lambda: Optimizer(LINE, context_space=Z).suggest(context={"z": "big"}), ["context 'z'"]),
+        (lambda: Optimizer(LINE, context_space={"x": Z["z"]}), ["context_space", "x", "name"]),
+        (
+            lambda: Optimizer(LINE, context_space={"z": {"type": "float", "low": 1, "high": 0}}),
+            ["z"],
+        ),
+        (lambda: Optimizer(LINE, context_space=Z, domain=np.array([[0.1], [0.2]])), ["domain"]),
+    ],
+)
 def test_bad_contexts_say_what_is_wrong(make, words):
     with pytest.raises((ValueError, SpaceError)) as err:
         make()
@@ -181,9 +200,14 @@ def test_the_shared_context_kernel_has_the_gradient_of_its_likelihood():
         theta = np.array([0.1, -0.5, 0.2, -1.0, 0.3, 0.4] + [-0.7] * level + [-3.0])
         _, grad = negative_log_marginal_likelihood(theta, kernel, S, y, ctx, level)
         step = np.eye(len(theta)) * 1e-6
-        numeric = [(negative_log_marginal_likelihood(theta + e, kernel, S, y, ctx, level)[0]
-                    - negative_log_marginal_likelihood(theta - e, kernel, S, y, ctx, level)[0]) / 2e-6
-                   for e in step]
+        numeric = [
+            (
+                negative_log_marginal_likelihood(theta + e, kernel, S, y, ctx, level)[0]
+                - negative_log_marginal_likelihood(theta - e, kernel, S, y, ctx, level)[0]
+            )
+            / 2e-6
+            for e in step
+        ]
         np.testing.assert_allclose(grad, numeric, rtol=1e-5, atol=1e-6)
 
 

@@ -56,7 +56,8 @@ def test_the_shipped_curve_tables_hold_whole_real_runs(name):
         assert all(b > a for a, b in zip(seconds, seconds[1:]))      # time runs forward
         assert all(0.0 <= a <= 1.0 for _, a, _ in run)
     c = t.configs[5]
-    assert t.nearest(c) == t.ids[5]                                   # a table point snaps to itself
+    # a table point snaps to itself
+    assert t.nearest(c) == t.ids[5]
     nudged = {k: (v * 1.001 if isinstance(v, float) else v) for k, v in c.items()}
     assert t.nearest(nudged) == t.ids[5]
     final, _, curve = t(c)

@@ -19,7 +19,9 @@ SCHEMA = {
 
 
 def test_defaults_filled_and_values_normalized():
-    out = check_section("run", {"name": "a", "trials": 12.0, "margin": 1, "n_initial": "auto"}, SCHEMA)
+    out = check_section(
+        "run", {"name": "a", "trials": 12.0, "margin": 1, "n_initial": "auto"}, SCHEMA
+    )
     assert out == {"trials": 12, "margin": 1.0, "n_initial": "auto", "mode": "max", "share": 0.3,
                    "flag": True, "name": "a"}
     assert isinstance(out["trials"], int) and isinstance(out["margin"], float)
@@ -34,7 +36,8 @@ def test_defaults_filled_and_values_normalized():
     ({"name": "a", "trials": 2.5}, "run.trials: expected a whole number, got 2.5"),
     ({"name": "a", "trials": True}, "run.trials: expected a whole number, got True"),
     ({"name": "a", "margin": -1}, "run.margin: must be >= 0 or null (got -1.0)"),
-    ({"name": "a", "n_initial": "many"}, "run.n_initial: expected a whole number or 'auto', got 'many'"),
+    ({"name": "a", "n_initial": "many"}, "run.n_initial: expected a whole number or 'auto', got "
+                                         "'many'"),
     ({"name": "a", "mode": "maximize"}, "run.mode: must be one of ['max', 'min'] (got 'maximize')"),
     ({"name": "a", "share": 1}, "run.share: must be in (0, 1) (got 1.0)"),
     ({"name": "a", "share": math.nan}, "run.share: must be a finite number (got nan)"),

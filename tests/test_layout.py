@@ -1,7 +1,7 @@
 """The layers: the optimizer core and the simulated run loop import no Ray, MLflow, torch or
 matplotlib (checked in a fresh interpreter, so no other test's imports leak in); no package of
-``tuner`` imports one above it (core < loop < study < integrations < bench < app), and the study imports
-neither Ray nor MLflow, not even inside a function."""
+``tuner`` imports one above it (core < loop < study < integrations < bench < app), and the study
+imports neither Ray nor MLflow, not even inside a function."""
 
 import ast
 import pkgutil
@@ -106,21 +106,24 @@ def test_a_study_of_your_own_function_runs_without_torch():
     """torch is the ``models`` extra: with it missing (an import of it fails), a study of the SVM
     or of a user's function is validated and its Ray and MLflow parts load; a torch built-in is
     a config error that names the extra."""
-    code = ("import sys, importlib.util\n_find = importlib.util.find_spec\n"
-            "class NoTorch:\n"
-            "    def find_spec(self, name, path=None, target=None):\n"
-            "        if name == 'torch' or name.startswith('torch.'):\n"
-            "            raise ModuleNotFoundError(f'No module named {name!r}')\n"
-            "sys.meta_path.insert(0, NoTorch())\n"
-            "importlib.util.find_spec = lambda name, *a: None if name == 'torch' else _find(name, *a)\n"
-            "from tuner.study.config import load_study, ConfigError\n"
-            f"load_study({str(CONFIGS / 'svm.yaml')!r})\n"
-            "import tuner.app.wiring, tuner.integrations.ray.executor, tuner.integrations.mlflow.writer\n"
-            "import tuner.integrations.ray.backend, tuner.study.runner, trainables.svm\n"
-            "try:\n"
-            f"    load_study({str(CONFIGS / 'cnn.yaml')!r})\n"
-            "except ConfigError as exc:\n"
-            "    print(exc)\n")
+    code = (
+        "import sys, importlib.util\n_find = importlib.util.find_spec\n"
+        "class NoTorch:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'torch' or name.startswith('torch.'):\n"
+        "            raise ModuleNotFoundError(f'No module named {name!r}')\n"
+        "sys.meta_path.insert(0, NoTorch())\n"
+        "importlib.util.find_spec = lambda name, *a: None if name == 'torch' else _find(name, *a)\n"
+        "from tuner.study.config import load_study, ConfigError\n"
+        f"load_study({str(CONFIGS / 'svm.yaml')!r})\n"
+        "import tuner.app.wiring, tuner.integrations.ray.executor, "
+        "tuner.integrations.mlflow.writer\n"
+        "import tuner.integrations.ray.backend, tuner.study.runner, trainables.svm\n"
+        "try:\n"
+        f"    load_study({str(CONFIGS / 'cnn.yaml')!r})\n"
+        "except ConfigError as exc:\n"
+        "    print(exc)\n"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr[-2000:]
     assert "trainable: cnn is built on torch" in out.stdout and "tuner[models]" in out.stdout

@@ -83,7 +83,9 @@ def test_deadline_kills_running_trials_and_starts_nothing_after_it():
     opt, backend, rec, loop = run(lambda c: 1.0, [2.0] * 100, limits)
     assert loop.started == 6                           # starts at 0, 0, 2, 2, 4, 4
     killed = [o for o in rec.outcomes.values() if o.status == Status.KILLED]
-    assert len(killed) == 2 and all(o.end == 5.0 and o.reason == "reached the limit" for o in killed)
+    assert len(killed) == 2 and all(
+        o.end == 5.0 and o.reason == "reached the limit" for o in killed
+    )
     assert all(tr.status != Status.RUNNING for tr in opt.trials)
     assert backend.clock() == 5.0
 
@@ -191,7 +193,8 @@ def test_loop_on_ray_stops_a_trial_at_its_stop_time_not_a_poll_later(ray_session
     machine), and a trial that finishes in time is FINISHED."""
     from tuner.integrations.ray.backend import RayBackend, execute_trial
 
-    ray_session.cloudpickle.register_pickle_by_value(sys.modules[__name__])   # as ship_trainable does
+    # as ship_trainable does
+    ray_session.cloudpickle.register_pickle_by_value(sys.modules[__name__])
     task = ray_session.remote(num_cpus=0.5, max_retries=0)(execute_trial)
     backend = RayBackend(task, sleeper, {}, seed=0, grace=5.0)
     opt = Optimizer(LINE, algorithm="random", seed=0, clock=backend.clock,
@@ -327,8 +330,15 @@ def test_a_trial_stopped_while_importing_leaves_no_half_imported_worker(ray_sess
     ray_session.get(task.remote(sleeper, {"x": 0.0}, {}, 0))   # a warm worker, the one reused
     backend = RayBackend(task, importer, {}, seed=0)
     # stopped at 6 s, inside the 10 s import; the next trials have 6 s for a fresh worker
-    opt = Optimizer(LINE, algorithm="random", seed=0, clock=backend.clock,
-                    constraints=[{**BUDGET, "limit": 4.0}], stop_margin=0.5, objective_bounds=(0, 1))
+    opt = Optimizer(
+        LINE,
+        algorithm="random",
+        seed=0,
+        clock=backend.clock,
+        constraints=[{**BUDGET, "limit": 4.0}],
+        stop_margin=0.5,
+        objective_bounds=(0, 1),
+    )
     opt.suggest = _fixed(opt.suggest, iter([{"x": 0.1}, {"x": 0.2}, {"x": 0.3}]))
     rec = Recorder()
     assert StudyLoop(opt, backend, Limits(3, slots=1), metric="score", callbacks=[rec]).run()

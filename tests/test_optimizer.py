@@ -85,7 +85,10 @@ def test_log_ei_is_exact_where_ei_is_representable_and_still_ranks_where_it_unde
 
 @pytest.mark.parametrize("algo", ["gp-ucb-sdf", "gp-ts-sdf", "gp-ei-sdf"])
 def test_finds_the_optimum_of_a_smooth_2d_function(algo):
-    space = {"a": {"type": "float", "low": 0, "high": 1}, "b": {"type": "float", "low": 0, "high": 1}}
+    space = {
+        "a": {"type": "float", "low": 0, "high": 1},
+        "b": {"type": "float", "low": 0, "high": 1},
+    }
     f = lambda c: float(np.exp(-8 * ((c["a"] - 0.3) ** 2 + (c["b"] - 0.7) ** 2)))
     opt = Optimizer(space, algorithm=algo, objective_bounds=(0, 1), window=10, seed=1)
     res = simulate(opt, f, Fixed(2), n_trials=60, seed=1, f_opt=1.0)
@@ -120,14 +123,23 @@ def test_save_load_round_trip_gives_the_identical_next_suggestion(algo, tmp_path
 RUNTIME_BUDGET = [{"metric": "runtime", "limit": 2.0, "type": "budget", "runtime": True}]
 
 
-@pytest.mark.parametrize("algo, constrained", [
-    ("gp-ucb-sdf", {"constraint_handler": "rpol", "stop_margin": 0.1}),
-    ("gp-ucb-sdf", {"constraint_handler": "rpol", "sliding_window": 12}),
-    ("gp-ts-sdf", {"constraint_handler": "cbo"}),
-    ("randgp-ucb", {"constraint_handler": "cbo", "handler_options": {"rho": 5.0}}),
-    ("gp-ucb-sdf", {"constraint_handler": "penalty", "handler_options": {"epoch": 4}}),
-    ("gp-ucb", {"constraint_handler": "penalty", "handler_options": {"update": "additive", "epoch": 5}}),
-])
+@pytest.mark.parametrize(
+    "algo, constrained",
+    [
+        ("gp-ucb-sdf", {"constraint_handler": "rpol", "stop_margin": 0.1}),
+        ("gp-ucb-sdf", {"constraint_handler": "rpol", "sliding_window": 12}),
+        ("gp-ts-sdf", {"constraint_handler": "cbo"}),
+        ("randgp-ucb", {"constraint_handler": "cbo", "handler_options": {"rho": 5.0}}),
+        ("gp-ucb-sdf", {"constraint_handler": "penalty", "handler_options": {"epoch": 4}}),
+        (
+            "gp-ucb",
+            {
+                "constraint_handler": "penalty",
+                "handler_options": {"update": "additive", "epoch": 5},
+            },
+        ),
+    ],
+)
 def test_save_load_round_trip_with_constraints(algo, constrained, tmp_path):
     """The handler's multipliers, epoch sums and the set of constraint values already fed to it
     are in the state: the loaded optimizer makes the identical next suggestions."""
@@ -150,14 +162,27 @@ def test_save_load_round_trip_with_constraints(algo, constrained, tmp_path):
 
 def test_simulation_is_deterministic_per_seed_and_iteration_delays_are_exact():
     fn = gp_sample_1d(n=200, seed=0)
-    runs = [simulate(Optimizer(fn.space, objective_bounds=(0, 1), window=20, domain=fn.grid[:, None],
-                               seed=4), fn, Poisson(5), 80, seed=9, f_opt=fn.f_opt) for _ in range(2)]
+    runs = [
+        simulate(
+            Optimizer(
+                fn.space, objective_bounds=(0, 1), window=20, domain=fn.grid[:, None], seed=4
+            ),
+            fn,
+            Poisson(5),
+            80,
+            seed=9,
+            f_opt=fn.f_opt,
+        )
+        for _ in range(2)
+    ]
     assert runs[0].configs == runs[1].configs
     assert np.array_equal(runs[0].simple_regret(), runs[1].simple_regret(), equal_nan=True)
     opt = runs[0].optimizer
     for tr in opt.trials:
         if tr.status == "COMPLETED":
-            assert tr.delay("iterations") == pytest.approx(runs[0].finish[tr.trial_id] - tr.start_index - 0.5)
+            assert tr.delay("iterations") == pytest.approx(
+                runs[0].finish[tr.trial_id] - tr.start_index - 0.5
+            )
 
 
 def test_workers_are_kept_busy():

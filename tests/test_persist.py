@@ -25,9 +25,11 @@ def test_a_state_carries_its_kind_and_version_and_another_is_refused_by_name(tmp
     write_state(path, "tuner.study", 2, {"config": {"a": 1}})
     assert read_state(path, "tuner.study", (1, 2)) == (2, {"format": "tuner.study", "version": 2,
                                                            "config": {"a": 1}})
-    with pytest.raises(StateError, match=r"state.json is not a tuner.optimizer state \(format 'tuner.study'\)"):
+    with pytest.raises(StateError, match=r"state.json is not a tuner.optimizer state \(format "
+                                         r"'tuner.study'\)"):
         read_state(path, "tuner.optimizer", (2,))
-    with pytest.raises(StateError, match=r"tuner.study version 2 is not one this version of tuner reads \(1\)"):
+    with pytest.raises(StateError, match=r"tuner.study version 2 is not one this version of tuner "
+                                         r"reads \(1\)"):
         read_state(path, "tuner.study", (1,))
     path.write_text('{"format": "tuner.st')
     with pytest.raises(StateError, match="not a readable tuner.study state"):

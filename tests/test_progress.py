@@ -368,8 +368,11 @@ def test_a_study_takes_grace_auto_and_names_the_field_for_a_bad_grace(tmp_path):
     assert [type(r).__name__ for r in rules] == ["LearnedGraceASHA"]
     assert rules[0].cutoff == "quantile"
     ranked = config(1, cutoff="rank")
-    assert [r.cutoff for r in stopping_rules(ranked, Optimizer(ranked.space, ranked.settings))] == ["rank"]
-    with pytest.raises(ConfigError, match=r"early_stopping.grace: expected a number or 'auto', got 'fast'"):
+    assert [r.cutoff for r in stopping_rules(ranked, Optimizer(ranked.space, ranked.settings))] == [
+        "rank"
+    ]
+    with pytest.raises(ConfigError, match=r"early_stopping.grace: expected a number or 'auto', "
+                                          r"got 'fast'"):
         config("fast")
     with pytest.raises(ConfigError, match=r"early_stopping.cutoff.*quantile.*rank"):
         config(1, cutoff="median")

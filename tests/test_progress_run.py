@@ -72,7 +72,9 @@ def test_asha_stops_runs_mid_curve_and_each_curve_is_in_mlflow(ray_session, tmp_
     curves = read_curves(result.directory / "curves.csv", "score")     # the plot's data
     assert sorted(curves) == list(range(14))
     for tr in stopped + finished:
-        assert [s for s, _ in curves[tr.trial_id]] == list(range(1, int(float(rows[tr.trial_id]["epoch"])) + 1))
+        assert [s for s, _ in curves[tr.trial_id]] == list(
+            range(1, int(float(rows[tr.trial_id]["epoch"])) + 1)
+        )
     assert (result.directory / "learning_curves.png").stat().st_size > 0
 
     _, children = child_runs(cfg.mlflow.tracking_uri, "e2e")

@@ -1,4 +1,5 @@
-"""The bounded UCB evaluation (Posterior.shifted_top) that maximize uses must not change a choice."""
+"""The bounded UCB evaluation (Posterior.shifted_top) that maximize uses must not change a
+choice."""
 
 import numpy as np
 import pytest
@@ -27,8 +28,11 @@ def _gp(X_):
 GP_ALL, GP_DONE = _gp(X), _gp(X[: N // 2])
 
 
-@pytest.mark.parametrize("post", [Posterior(GP_ALL, Y, GP_ALL), Posterior(GP_DONE, Y[: N // 2], GP_ALL)],
-                         ids=["censored", "hallucinated"])
+@pytest.mark.parametrize(
+    "post",
+    [Posterior(GP_ALL, Y, GP_ALL), Posterior(GP_DONE, Y[: N // 2], GP_ALL)],
+    ids=["censored", "hallucinated"],
+)
 @pytest.mark.parametrize("weight", [1.0, 0.0, -0.5, 4.0])
 def test_top_values_equal_the_full_evaluation_where_it_matters(post, weight):
     h = shifted(post, weight)
@@ -40,7 +44,9 @@ def test_top_values_equal_the_full_evaluation_where_it_matters(post, weight):
 
 
 def test_maximize_chooses_the_same_point_with_and_without_bounds():
-    space = SearchSpace.from_dict({f"x{i}": {"type": "float", "low": 0, "high": 1} for i in range(D)})
+    space = SearchSpace.from_dict(
+        {f"x{i}": {"type": "float", "low": 0, "high": 1} for i in range(D)}
+    )
     h = shifted(Posterior(GP_ALL, Y, GP_ALL), 1.0)
     C = space.snap(U)
     assert np.array_equal(maximize(h, C, space, smooth=True),
@@ -50,7 +56,9 @@ def test_maximize_chooses_the_same_point_with_and_without_bounds():
 def test_maximize_leaves_taken_candidates_out_and_still_chooses_the_best_of_the_rest():
     """Candidates near running trials are dropped before the bounded scoring: the choice
     (without refinement) is the best untaken candidate by the full evaluation."""
-    space = SearchSpace.from_dict({f"x{i}": {"type": "float", "low": 0, "high": 1} for i in range(D)})
+    space = SearchSpace.from_dict(
+        {f"x{i}": {"type": "float", "low": 0, "high": 1} for i in range(D)}
+    )
     h = shifted(Posterior(GP_ALL, Y, GP_ALL), 1.0)
     C = space.snap(U)
     full = h(C)
@@ -100,7 +108,9 @@ def test_diagonal_block_solves_read_the_factor_in_place_and_match_a_copy(n):
     for r0, r1 in [(0, PRUNE_BLOCK), (PRUNE_BLOCK, 2 * PRUNE_BLOCK), (2 * PRUNE_BLOCK, n)]:
         block = np.asfortranarray(gp.L[r0:r1, r0:r1])
         for trans in (False, True):
-            want = solve_triangular(block, B[r0:r1], lower=True, trans=int(trans), check_finite=False)
+            want = solve_triangular(
+                block, B[r0:r1], lower=True, trans=int(trans), check_finite=False
+            )
             assert np.array_equal(gp.solve_block(r0, r1, B[r0:r1], trans), want)
     assert np.array_equal(gp.solve(B), solve_triangular(np.asfortranarray(gp.L), B, lower=True,
                                                         check_finite=False))

@@ -33,8 +33,13 @@ def test_a_configuration_snaps_to_the_grid_on_the_declared_scale():
     off = dict(exact, alpha=2e-6, width=70, depth=3)
     j = t.index(off)
     assert i != j
-    back = {k: grid[k][int(d)] for k, d in zip(grid, np.unravel_index(j, [len(v) for v in grid.values()]))}
-    assert back["alpha"] == pytest.approx(4.641589e-6) and back["width"] == 64 and back["depth"] == 3
+    back = {
+        k: grid[k][int(d)]
+        for k, d in zip(grid, np.unravel_index(j, [len(v) for v in grid.values()]))
+    }
+    assert (
+        back["alpha"] == pytest.approx(4.641589e-6) and back["width"] == 64 and back["depth"] == 3
+    )
 
 
 @pytest.mark.parametrize("name", ["mlp-vehicle", "fcnet-parkinsons-budget", "nb201-cifar10"])

@@ -110,7 +110,8 @@ def test_a_trial_past_its_budget_is_stopped_and_counts_as_a_violation(ray_sessio
     opt = result.optimizer
     assert [o["status"] for o in result.outcomes.values()] == ["TIMED_OUT"] * 4
     for tr in opt.trials:
-        assert tr.status == Status.TIMED_OUT and 0.6 <= tr.metrics["runtime"] < 2.4   # stopped, not waited for
+        # stopped, not waited for
+        assert tr.status == Status.TIMED_OUT and 0.6 <= tr.metrics["runtime"] < 2.4
         assert opt.constraints[0].observed(tr) >= math.log(1.5)   # g = ln(runtime / T), a violation
     _, children = child_runs(cfg.mlflow.tracking_uri, "slow")
     assert sorted(c.data.tags["status"] for c in children) == ["TIMED_OUT"] * 4
@@ -124,8 +125,15 @@ def test_a_trial_past_its_budget_is_stopped_and_counts_as_a_violation(ray_sessio
 
 def test_with_no_trial_within_the_budget_the_best_one_over_it_is_shown(ray_session, tmp_path):
     # Runs of 0.15-0.6 s against a 0.05 s budget, never stopped: all finish, all over budget.
-    cfg = load_study(study(tmp_path, study="tight", trainable_options={"time_scale": 0.3, "cv": 0.1},
-                           budget={"limit": 0.05}, run={"trials": 4, "max_concurrent": 2}))
+    cfg = load_study(
+        study(
+            tmp_path,
+            study="tight",
+            trainable_options={"time_scale": 0.3, "cv": 0.1},
+            budget={"limit": 0.05},
+            run={"trials": 4, "max_concurrent": 2},
+        )
+    )
     result, printed = run_quietly(cfg)
     assert result.count("FINISHED") == 4 and result.diagnosis is None
     best = result.optimizer.best()
@@ -146,7 +154,9 @@ def test_a_cpu_time_budget_is_measured_in_the_worker_and_ignores_waiting(ray_ses
     opt = result.optimizer
     state = json.loads((result.directory / "state.json").read_text())
     budget = state["config"]["budget"]
-    assert budget["metric"] == "cpu_time" and budget["seconds"] == pytest.approx(3 * budget["reference_seconds"])
+    assert budget["metric"] == "cpu_time" and budget["seconds"] == pytest.approx(
+        3 * budget["reference_seconds"]
+    )
     finished = [tr for tr in opt.trials if tr.status == Status.FINISHED]
     assert len(finished) == 4
     for tr in finished:
@@ -163,8 +173,13 @@ def test_cli_exits_non_zero_with_a_diagnosis_when_no_trial_finishes(tmp_path):
                 budget={"limit": 0.2, "stop_margin": 0.5}, run={"trials": 2, "max_concurrent": 2},
                 mlflow={"tracking_uri": f"sqlite:///{tmp_path}/new.db"})   # a store it creates
     path = config_file(tmp_path, cfg, "hopeless.yaml")
-    p = subprocess.run([sys.executable, "-m", "tuner.app.cli", "run", str(path)], capture_output=True,
-                       text=True, cwd=tmp_path, timeout=300)
+    p = subprocess.run(
+        [sys.executable, "-m", "tuner.app.cli", "run", str(path)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=300,
+    )
     assert p.returncode == 1, p.stdout + p.stderr
     last = p.stderr.strip().splitlines()[-1]
     assert last.startswith("tuner: no trial finished: all 2 trials were stopped past the budget")
@@ -201,7 +216,9 @@ def test_wall_clock_limit_kills_the_running_trials(ray_session, tmp_path):
     assert opt.settings.finish_by_deadline and 0 < opt.deadline - opt.trials[0].start_time <= 1.0
 
 
-def test_a_study_starts_no_run_that_could_not_finish_before_its_wall_clock_limit(ray_session, tmp_path):
+def test_a_study_starts_no_run_that_could_not_finish_before_its_wall_clock_limit(
+    ray_session, tmp_path
+):
     """A study's default ``idle_near_deadline``: once less time is left than the shortest run
     took, no run starts; a study that ends so says why.  Runs of 2.25-2.5 s (widths 7-8), so
     that a worker almost always frees in the last stretch, where the rule holds it."""
@@ -214,7 +231,9 @@ def test_a_study_starts_no_run_that_could_not_finish_before_its_wall_clock_limit
     result, printed = run_quietly(cfg)
     opt = result.optimizer
     assert opt.settings.idle_near_deadline
-    shortest = min(tr.finish_time - tr.start_time for tr in opt.trials if tr.status == Status.FINISHED)
+    shortest = min(
+        tr.finish_time - tr.start_time for tr in opt.trials if tr.status == Status.FINISHED
+    )
     last_start = max(tr.start_time for tr in opt.trials)
     assert opt.deadline - last_start > shortest - 0.5     # the suggestion's time after the check
     if not any(tr.status == Status.KILLED for tr in opt.trials):   # it ended before the limit
@@ -258,7 +277,10 @@ def test_ctrl_c_then_resume_loses_and_duplicates_nothing(tmp_path):
     statuses = [t["status"] for t in state["optimizer"]["trials"]]
     assert 3 <= statuses.count("FINISHED") < 8 and "RUNNING" in statuses
     budget = state["config"]["budget"]
-    assert budget["seconds"] == pytest.approx(3 * budget["reference_seconds"]) and budget["seconds"] > 0
+    assert (
+        budget["seconds"] == pytest.approx(3 * budget["reference_seconds"])
+        and budget["seconds"] > 0
+    )
     assert state["optimizer"]["settings"]["constraints"][0]["limit"] == budget["seconds"]
     assert f"budget: runtime <= 3 x {budget['reference_seconds']:.3g} s" in out
 
@@ -326,17 +348,20 @@ def test_a_two_node_cluster_runs_trials_on_both_nodes(tmp_path, two_nodes):
                                                           "['warmup'] or a mapping"),
     ({"budget": {"limit": "2x", "reference": {"x": 0.5}}}, "budget.reference: config of trainable "
                                                            "'synthetic' must have exactly"),
-    ({"budget": {"limit": 1, "metric": "memory"}}, "budget.metric: must be one of ['runtime', 'cpu_time', 'train_time']"),
+    ({"budget": {"limit": 1, "metric": "memory"}}, "budget.metric: must be one of ['runtime', "
+                                                   "'cpu_time', 'train_time']"),
     ({"budget": {"limit": 1, "metric": "cpu_time", "stop_margin": 1.0}},
      "budget.stop_margin: needs budget.metric: runtime"),
     ({"objective": {"mode": "maximize"}}, "objective.mode: must be one of ['max', 'min']"),
     ({"optimizer": {"algorithm": "tpe"}}, "optimizer.algorithm: must be one of ['asy-ts',"),
     ({"optimizer": {"mode": "min"}}, "optimizer.mode: set it as objective.mode"),
     ({"space": {"x": {"type": "float", "low": 1, "high": 0}}}, "space.x: low (1.0) must be < high"),
-    ({"trainable_options": {"epochs": 3}}, "trainable_options: unknown key(s) ['epochs']; allowed: ['cv',"),
+    ({"trainable_options": {"epochs": 3}}, "trainable_options: unknown key(s) ['epochs']; "
+                                           "allowed: ['cv',"),
     ({"trainable_options": {"cv": -1}}, "trainable_options.cv: must be >= 0 (got -1.0)"),
     ({"space": {"x": {"type": "float", "low": 0}}}, "space.x.high is required"),
-    ({"budget": {"limit": 1, "stop_margin": -0.5}}, "budget.stop_margin: must be >= 0 or null (got -0.5)"),
+    ({"budget": {"limit": 1, "stop_margin": -0.5}}, "budget.stop_margin: must be >= 0 or null "
+                                                    "(got -0.5)"),
 ])
 def test_bad_configs_name_the_field(tmp_path, change, message):
     cfg = {"trainable": "synthetic", **change}
@@ -347,18 +372,27 @@ def test_bad_configs_name_the_field(tmp_path, change, message):
 
 def test_more_slots_than_cpus_is_refused_naming_both_fields(ray_session, tmp_path):
     """Trials past Ray's CPUs would queue, and the wait would count as their run time."""
-    cfg = load_study(study(tmp_path, study="crowded", run={"max_concurrent": 3, "cpus_per_trial": 1}))
-    with pytest.raises(ConfigError, match=r"run.max_concurrent x run.cpus_per_trial = 3 x 1 = 3 CPU, "
-                                          r"but Ray has 2.*run.cpus_per_trial to 0.667 or "
-                                          r"run.max_concurrent to 2"):
+    cfg = load_study(
+        study(tmp_path, study="crowded", run={"max_concurrent": 3, "cpus_per_trial": 1})
+    )
+    with pytest.raises(
+        ConfigError,
+        match=r"run.max_concurrent x run.cpus_per_trial = 3 x 1 = 3 CPU, "
+        r"but Ray has 2.*run.cpus_per_trial to 0.667 or "
+        r"run.max_concurrent to 2",
+    ):
         run_quietly(cfg)
 
 
 def test_cli_reports_config_errors_without_a_traceback(tmp_path):
     path = tmp_path / "bad.yaml"
     path.write_text("trainable: svm\nrun: {trials: -3}\n")
-    p = subprocess.run([sys.executable, "-m", "tuner.app.cli", "run", str(path)], capture_output=True,
-                       text=True, cwd=tmp_path)
+    p = subprocess.run(
+        [sys.executable, "-m", "tuner.app.cli", "run", str(path)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
     assert p.returncode == 2
     assert "configuration error: run.trials: must be > 0" in p.stderr
     assert "Traceback" not in p.stderr
@@ -383,13 +417,20 @@ def test_a_failed_start_leaves_no_running_parent_and_the_next_start_adopts_it(tm
     """A start-up failure (here the budget's reference run raises) ends the MLflow parent run
     as FAILED; a hard kill before the first state save leaves one behind; the next start of
     the study reuses that parent run, so the experiment never holds an empty second parent."""
-    cfg = study(tmp_path, study="adopt", budget={"limit": "2x"}, run={"trials": 3, "max_concurrent": 2},
-                trainable_options={"time_scale": 0.1, "fail_above": 0.0})
+    cfg = study(
+        tmp_path,
+        study="adopt",
+        budget={"limit": "2x"},
+        run={"trials": 3, "max_concurrent": 2},
+        trainable_options={"time_scale": 0.1, "fail_above": 0.0},
+    )
     uri = cfg["mlflow"]["tracking_uri"]
     path = config_file(tmp_path, cfg)
     p = cli("run", str(path), cwd=tmp_path)
     out = p.communicate(timeout=300)[0]
-    assert p.returncode == 2 and "your trainable synthetic raised in the study's first run" in out, out
+    assert (
+        p.returncode == 2 and "your trainable synthetic raised in the study's first run" in out
+    ), out
     parent, _ = child_runs(uri, "adopt")
     assert parent.info.status == "FAILED"
 
@@ -402,7 +443,9 @@ def test_a_failed_start_leaves_no_running_parent_and_the_next_start_adopts_it(tm
         if "reference run for the budget" in line:
             break
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and '"run_id": "' not in (tracker.read_text() if tracker.exists() else ""):
+    while time.monotonic() < deadline and '"run_id": "' not in (
+        tracker.read_text() if tracker.exists() else ""
+    ):
         time.sleep(0.2)
     time.sleep(1.0)
     p.kill()
@@ -490,14 +533,24 @@ def test_a_lost_worker_is_run_again_up_to_run_retries_times(ray_session, tmp_pat
         return {"score": config["x"]}
 
     def run(name, retries):
-        cfg = load_study({"study": name, "trainable": dies_once,
-                          "space": {"x": {"type": "float", "low": 0.0, "high": 1.0}},
-                          "objective": {"metric": "score", "mode": "max"},
-                          "optimizer": {"algorithm": "random"},
-                          "run": {"trials": 3, "max_concurrent": 2, "retries": retries, "fail_fast": 0,
-                                  "seed": retries},
-                          "mlflow": {"tracking_uri": sqlite_store(tmp_path)},
-                          "output": str(tmp_path / "runs")})
+        cfg = load_study(
+            {
+                "study": name,
+                "trainable": dies_once,
+                "space": {"x": {"type": "float", "low": 0.0, "high": 1.0}},
+                "objective": {"metric": "score", "mode": "max"},
+                "optimizer": {"algorithm": "random"},
+                "run": {
+                    "trials": 3,
+                    "max_concurrent": 2,
+                    "retries": retries,
+                    "fail_fast": 0,
+                    "seed": retries,
+                },
+                "mlflow": {"tracking_uri": sqlite_store(tmp_path)},
+                "output": str(tmp_path / "runs"),
+            }
+        )
         return run_quietly(cfg)[0].optimizer.trials
 
     again = run("retried", 1)

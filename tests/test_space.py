@@ -36,7 +36,10 @@ def test_snap_gives_valid_configs_and_is_idempotent():
         assert cfg["lr"] in (0.0, 0.25, 0.5, 0.75, 1.0)
         assert np.allclose(space.encode(cfg), u)
     # every integer is reachable, ends included
-    got = {space.decode(u)["batch"] for u in space.snap(np.random.default_rng(1).random((5000, space.dim)))}
+    got = {
+        space.decode(u)["batch"]
+        for u in space.snap(np.random.default_rng(1).random((5000, space.dim)))
+    }
     assert got == set(range(32, 129))
 
 
@@ -45,10 +48,16 @@ def test_snap_gives_valid_configs_and_is_idempotent():
     [
         ({}, ["empty"]),
         ({"a": {"type": "float", "low": 1.0, "high": 1.0}}, ["space.a", "low", "high"]),
-        ({"a": {"type": "float", "low": 0.0, "high": 1.0, "log": True}}, ["space.a", "log", "low > 0"]),
+        (
+            {"a": {"type": "float", "low": 0.0, "high": 1.0, "log": True}},
+            ["space.a", "log", "low > 0"],
+        ),
         ({"a": {"type": "int", "low": 5, "high": 2}}, ["space.a", "low"]),
         ({"a": {"type": "categorical", "choices": []}}, ["space.a", "empty"]),
-        ({"a": {"type": "uniform", "low": 0, "high": 1}}, ["space.a", "float", "int", "categorical"]),
+        (
+            {"a": {"type": "uniform", "low": 0, "high": 1}},
+            ["space.a", "float", "int", "categorical"],
+        ),
         ({"a": {"type": "float", "low": 0, "high": 1, "step": 2}}, ["space.a", "step", "allowed"]),
         ({"a": {"type": "float", "high": 1}}, ["space.a", "low"]),
     ],

@@ -48,12 +48,19 @@ def test_trials_on_one_slot_never_overlap():
 
 def test_the_plots_are_written_as_images(tmp_path):
     paths = space_plots(table(), SPACE, "score", "max", tmp_path, budget=1.8)
-    assert [p.name for p in paths] == ["slice.png", "parallel.png", "importance.png", "timeline.png"]
+    assert [p.name for p in paths] == [
+        "slice.png",
+        "parallel.png",
+        "importance.png",
+        "timeline.png",
+    ]
     for p in paths:
         img = imread(p)
         assert img.shape[0] > 200 and img.shape[1] > 400 and img[..., :3].std() > 0.05
     # a study with nothing finished yet: only the timeline
-    assert [p.name for p in space_plots(table()[3:4], SPACE, "score", "max", tmp_path)] == ["timeline.png"]
+    assert [p.name for p in space_plots(table()[3:4], SPACE, "score", "max", tmp_path)] == [
+        "timeline.png"
+    ]
 
 
 def test_a_pause_between_sessions_is_cut_out_of_the_study_time():

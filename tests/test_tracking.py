@@ -36,7 +36,9 @@ def record(tid: int, accuracy: float | None = None) -> TrialRecord:
 def children(client: MlflowClient, parent: str) -> dict[int, list]:
     exp = client.get_run(parent).info.experiment_id
     by_trial: dict[int, list] = {}
-    for run in client.search_runs([exp], f"tags.`mlflow.parentRunId` = '{parent}'", max_results=1000):
+    for run in client.search_runs(
+        [exp], f"tags.`mlflow.parentRunId` = '{parent}'", max_results=1000
+    ):
         by_trial.setdefault(int(run.data.tags["trial_id"]), []).append(run)
     return by_trial
 
@@ -102,18 +104,29 @@ def test_parent_and_one_child_per_trial_then_resume(sqlite_uri, tmp_path):
     history = client.get_metric_history(run_id, "best_so_far")
     assert [(m.step, m.value, m.timestamp) for m in history] == [
         (t + 1, pytest.approx(0.5 + t / 100), round((T0 + 10 * t) * 1000)) for t in range(6)]
-    assert "nothing_yet" not in parent.data.metrics and "nothing_yet" in parent.data.tags["skipped_metrics"]
+    assert (
+        "nothing_yet" not in parent.data.metrics
+        and "nothing_yet" in parent.data.tags["skipped_metrics"]
+    )
     assert {a.path for a in client.list_artifacts(run_id)} == {"trials.csv", "config.json",
                                                               "params_full.json"}
-    full = json.loads(Path(client.download_artifacts(run_id, "params_full.json", str(tmp_path))).read_text())
+    full = json.loads(
+        Path(client.download_artifacts(run_id, "params_full.json", str(tmp_path))).read_text()
+    )
     assert json.loads(full["space"]) == space
     inf_trial = children(client, run_id)[7][0]
-    assert "accuracy" not in inf_trial.data.metrics and inf_trial.data.tags["skipped_metrics"] == "accuracy=inf"
+    assert (
+        "accuracy" not in inf_trial.data.metrics
+        and inf_trial.data.tags["skipped_metrics"] == "accuracy=inf"
+    )
     assert_logged_once(client, run_id, [0, 1, 2, 3, 4, 5, 7])
 
     # The study stopped; a new session (a new tracker on the same folder) resumes the parent.
     resumed = StudyTracker(sqlite_uri, "study-a", tmp_path / "study", run_name="study-a")
-    assert resumed.start({**params, "trials": 10, "wall_clock_limit": 60}, resume_run_id=run_id) == run_id
+    assert (
+        resumed.start({**params, "trials": 10, "wall_clock_limit": 60}, resume_run_id=run_id)
+        == run_id
+    )
     assert client.get_run(run_id).info.status == "RUNNING"
     assert resumed.logged_trial_ids() == {0, 1, 2, 3, 4, 5, 7}
     for tid in range(10):
@@ -133,8 +146,12 @@ def test_a_child_cut_off_mid_logging_is_completed_not_duplicated(sqlite_uri, tmp
     # A crash after the child run was created and before it was completed leaves it RUNNING.
     client = MlflowClient(sqlite_uri)
     exp = client.get_run(run_id).info.experiment_id
-    partial = client.create_run(exp, start_time=round(record(1).start_time * 1000), run_name="trial-0001",
-                                tags={"mlflow.parentRunId": run_id, "trial_id": "1"}).info.run_id
+    partial = client.create_run(
+        exp,
+        start_time=round(record(1).start_time * 1000),
+        run_name="trial-0001",
+        tags={"mlflow.parentRunId": run_id, "trial_id": "1"},
+    ).info.run_id
     resumed = StudyTracker(sqlite_uri, "study-b", tmp_path)
     resumed.start({"algorithm": "gp-ts-sdf"}, resume_run_id=run_id)
     assert resumed.logged_trial_ids() == {0}
@@ -145,7 +162,9 @@ def test_a_child_cut_off_mid_logging_is_completed_not_duplicated(sqlite_uri, tmp
     assert children(client, run_id)[1][0].info.run_id == partial
 
 
-def test_store_unreachable_at_start_then_replayed_by_the_resumed_study(sqlite_uri, tmp_path, caplog):
+def test_store_unreachable_at_start_then_replayed_by_the_resumed_study(
+    sqlite_uri, tmp_path, caplog
+):
     """The store's folder is missing when the study starts (think: a network mount that is not
     up): the study starts anyway, everything is spooled, the process dies; the resumed study on
     the same folder sends it all, once, even when the replay itself is repeated."""
@@ -167,7 +186,9 @@ def test_store_unreachable_at_start_then_replayed_by_the_resumed_study(sqlite_ur
 
     store_dir.unlink()                                 # the mount comes back
     store_dir.symlink_to(Path(sqlite_uri[len("sqlite:///"):]).parent)
-    kept = {name: (spool / name).read_text() for name in ("mlflow_spool.jsonl", "mlflow_tracker.json")}
+    kept = {
+        name: (spool / name).read_text() for name in ("mlflow_spool.jsonl", "mlflow_tracker.json")
+    }
     resumed = StudyTracker(uri, "study-c", spool)
     run_id = resumed.start({"algorithm": "gp-ucb-sdf"}, resume_run_id=pending)
     assert not run_id.startswith(PENDING) and resumed.unlogged == 0
@@ -219,7 +240,9 @@ def test_server_killed_mid_study_nothing_lost(sqlite_uri, tmp_path, caplog, caps
             p.unlink()                                 # the spool keeps its own copies
         assert tracker.unlogged == 9 and tracker.flush() == 9
         spooled = (tmp_path / "study" / "mlflow_spool.jsonl").read_text().splitlines()
-        assert [json.loads(line)["op"] for line in spooled] == ["trial", "progress"] * 4 + ["artifacts"]
+        assert [json.loads(line)["op"] for line in spooled] == ["trial", "progress"] * 4 + [
+            "artifacts"
+        ]
 
         server.start()                                 # same port, same store
         assert tracker.flush() == 0 and tracker.unlogged == 0
@@ -233,7 +256,9 @@ def test_server_killed_mid_study_nothing_lost(sqlite_uri, tmp_path, caplog, caps
         assert_logged_once(client, run_id, range(8))
         parent = client.get_run(run_id)
         assert parent.info.status == "FINISHED"
-        assert [m.step for m in client.get_metric_history(run_id, "best_so_far")] == list(range(1, 9))
+        assert [m.step for m in client.get_metric_history(run_id, "best_so_far")] == list(
+            range(1, 9)
+        )
         assert {a.path for a in client.list_artifacts(run_id)} == {SCORE_PNG, RUNTIME_PNG}
         assert len(list((tmp_path / "artifacts").rglob(SCORE_PNG))) == 1
         assert not (tmp_path / "study" / "mlflow_spool.jsonl").exists()
@@ -267,7 +292,9 @@ def test_a_store_locked_by_another_process_loses_nothing(sqlite_uri, tmp_path):
     run_id = tracker.start({"algorithm": "gp-ucb-sdf"})
     tracker.log_trial(record(0))
     db = sqlite_uri[len("sqlite:///"):]
-    locker = subprocess.Popen([sys.executable, "-c", LOCKER, db, "8"], stdout=subprocess.PIPE, text=True)
+    locker = subprocess.Popen(
+        [sys.executable, "-c", LOCKER, db, "8"], stdout=subprocess.PIPE, text=True
+    )
     try:
         assert locker.stdout.readline().strip() == "locked"
         for tid in range(1, 5):

@@ -164,7 +164,9 @@ def test_the_state_travels_in_the_search_checkpoint_and_the_rules_continue(tmp_p
         s.on_trial_add(None, probe)
     for epoch in (1, 2, 4):
         result = {"epoch": epoch, "score": CURVES.score(c1, epoch) - 0.3}
-        assert sched.on_trial_result(None, probe, result) == again.on_trial_result(None, probe, result)
+        assert sched.on_trial_result(None, probe, result) == again.on_trial_result(
+            None, probe, result
+        )
 
 
 @pytest.mark.parametrize("kwargs, match", [
@@ -188,5 +190,7 @@ def test_a_result_without_the_metric_or_the_time_attr_goes_on():
     sched.on_trial_add(None, t)
     assert sched.on_trial_result(None, t, {"epoch": 1}) == TrialScheduler.CONTINUE
     assert sched.on_trial_result(None, t, {"score": 0.5}) == TrialScheduler.CONTINUE
-    assert sched.on_trial_result(None, t, {"score": math.nan, "epoch": 2}) == TrialScheduler.CONTINUE
+    assert (
+        sched.on_trial_result(None, t, {"score": math.nan, "epoch": 2}) == TrialScheduler.CONTINUE
+    )
     assert sched.on_trial_result(None, t, {"score": 0.5, "epoch": EPOCHS}) == TrialScheduler.STOP

@@ -11,18 +11,19 @@ import pytest
 import ray
 from ray import tune
 
+from tuner.core.space import SpaceError
 from tuner.core.trial import Status
+from tuner.integrations.ray.tune_search import TunerSearch
 
 COMPLETED, FAILED, RUNNING = Status.FINISHED, Status.FAILED, Status.RUNNING
-from tuner.core.space import SpaceError
-from tuner.integrations.ray.tune_search import TunerSearch
 
 pytestmark = pytest.mark.slow      # real MLflow / Ray processes: `pytest -m "not slow"` skips them
 
 # Ray workers cannot import this test module: ship its functions (the trainables) by value.
 ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
-FAST = dict(n_candidates=256, research={"n_local": 32, "n_starts": 1})   # cheaper suggestions; same code paths
+# cheaper suggestions; same code paths
+FAST = dict(n_candidates=256, research={"n_local": 32, "n_starts": 1})
 
 
 def quadratic(config):
@@ -131,7 +132,8 @@ def test_evaluated_rewards_are_told_not_run(ray_session, tmp_path):
 def test_earlier_results_at_other_contexts_steer_the_search_to_this_one():
     """add_evaluated_point(..., context=...) feeds results of earlier experiments with their
     contexts; the searcher's own context then picks where the optimum moves (001 §5).  A smooth
-    function, so the optimizer's own defaults, not a study's (ranks: docs/research/notes/method.md)."""
+    function, so the optimizer's own defaults, not a study's (ranks:
+    docs/research/notes/method.md)."""
     searcher = TunerSearch({"x": tune.uniform(0.0, 1.0)}, metric="loss", mode="min", seed=0,
                            context_space={"n_rows": {"type": "float", "low": 0.0, "high": 1.0}},
                            context={"n_rows": 0.5}, objective_bounds=(0.0, 1.0),
@@ -340,7 +342,8 @@ def test_a_time_budget_in_a_real_tuner_run(ray_session, tmp_path):
     assert results.num_errors == 0 and 5 < len(results) < 1000
     opt = searcher.optimizer
     assert 7.0 < opt.deadline - opt.trials[0].start_time <= 8.0
-    assert opt.stops.run_times._fit is not None        # the run-time model was fit near the deadline
+    # the run-time model was fit near the deadline
+    assert opt.stops.run_times._fit is not None
 
 
 def test_unknown_and_repeated_completions_are_ignored(caplog):
@@ -428,7 +431,9 @@ def test_trials_stopped_early_by_asha_are_censored_not_told(ray_session, tmp_pat
     # furthest so far (seen once in CI); with max_t it is exact, as tested here.
     from ray.tune.schedulers import ASHAScheduler
 
-    searcher = TunerSearch(metric="loss", mode="min", seed=0, n_candidates=128, max_t=max_t, research={"n_local": 16})
+    searcher = TunerSearch(
+        metric="loss", mode="min", seed=0, n_candidates=128, max_t=max_t, research={"n_local": 16}
+    )
     results = run(tmp_path, stepwise, searcher, {"x": tune.uniform(-1.0, 1.0)}, 12, concurrency=4,
                   name=f"asha{max_t}", scheduler=ASHAScheduler(metric="loss", mode="min", max_t=8,
                                                                grace_period=1, reduction_factor=2))
@@ -492,7 +497,7 @@ def test_tuner_scheduler_with_tuner_search_stops_runs_the_search_learns_from(ray
     assert best.metrics["epoch"] == EPOCHS
 
 
-RESTORE_SCRIPT = '''
+RESTORE_SCRIPT = """
 import json, sys, time
 import ray
 from ray import tune
@@ -524,7 +529,8 @@ if how == "new":
                        tune_config=tune.TuneConfig(
                            search_alg=search, num_samples=16, max_concurrent_trials=2,
                            reuse_actors=True,
-                           scheduler=TunerScheduler(search=search, time_attr="epoch", max_t=EPOCHS)),
+                           scheduler=TunerScheduler(search=search, time_attr="epoch",
+                                                    max_t=EPOCHS)),
                        run_config=tune.RunConfig(name="exp", storage_path=path, verbose=0,
                                                  callbacks=[Said()]))
 else:
@@ -538,7 +544,7 @@ print("STATE " + json.dumps({
     "stopped": sorted(scheduler.reasons), "results": len(scheduler.events),
     "same_search": scheduler.search is search,
     "finished_in_model": len(scheduler.rules()[0].model.done)}), flush=True)
-'''
+"""
 
 
 def test_tuner_restore_continues_the_search_and_the_scheduler_rules(tmp_path):

@@ -51,14 +51,26 @@ def user_study(**kw):
 
 # --- config errors (no Ray) ---------------------------------------------------------------------
 
-@pytest.mark.parametrize("study, words", [
-    (user_study(trainable="no_such_module_xyz:fit"), ["trainable", "no_such_module_xyz", "import"]),
-    (user_study(trainable="tuner:no_such_function"), ["trainable", "no_such_function"]),
-    (user_study(trainable="cnnn"), ["trainable", "cnn", "module:function"]),
-    ({**user_study(trainable=fit), "space": None}, ["space", "required", "fit"]),
-    ({**user_study(trainable=fit), "objective": {"mode": "max"}}, ["objective.metric", "required"]),
-    ({**user_study(trainable=fit), "trainable_options": {"epochs": 3}}, ["trainable_options", "built-in"]),
-])
+@pytest.mark.parametrize(
+    "study, words",
+    [
+        (
+            user_study(trainable="no_such_module_xyz:fit"),
+            ["trainable", "no_such_module_xyz", "import"],
+        ),
+        (user_study(trainable="tuner:no_such_function"), ["trainable", "no_such_function"]),
+        (user_study(trainable="cnnn"), ["trainable", "cnn", "module:function"]),
+        ({**user_study(trainable=fit), "space": None}, ["space", "required", "fit"]),
+        (
+            {**user_study(trainable=fit), "objective": {"mode": "max"}},
+            ["objective.metric", "required"],
+        ),
+        (
+            {**user_study(trainable=fit), "trainable_options": {"epochs": 3}},
+            ["trainable_options", "built-in"],
+        ),
+    ],
+)
 def test_user_trainable_config_errors_name_the_field(study, words):
     with pytest.raises(ConfigError) as err:
         load_study(study)
@@ -76,14 +88,23 @@ def test_a_function_is_named_module_and_qualname_and_must_return_metrics():
     assert cfg.objective.metric == "score"
 
 
-# --- real runs -------------------------------------------------------------------------------------
+# --- real runs
+# -------------------------------------------------------------------------------------
 
 @pytest.mark.slow
 def test_tuner_run_from_python_tunes_a_function_within_its_budget(ray_session, tmp_path, capsys):
     uri = sqlite_store(tmp_path)
-    result = tuner.run(fit, space=SPACE, objective="score", budget=2.0, trials=10,
-                       max_concurrent=2, optimizer={"n_candidates": 256, "research": {"n_local": 32}},
-                       mlflow={"tracking_uri": uri}, output=str(tmp_path / "runs"))
+    result = tuner.run(
+        fit,
+        space=SPACE,
+        objective="score",
+        budget=2.0,
+        trials=10,
+        max_concurrent=2,
+        optimizer={"n_candidates": 256, "research": {"n_local": 32}},
+        mlflow={"tracking_uri": uri},
+        output=str(tmp_path / "runs"),
+    )
     assert result.status == "FINISHED" and result.count("FINISHED") == 10
     best = result.best
     assert best is not None and best["metrics"]["runtime"] <= 2.0
@@ -129,8 +150,13 @@ def test_tuner_run_from_python_tunes_a_function_within_its_budget(ray_session, t
     # analysis in Python: the trials as a DataFrame, the best trial, the config
     loaded = tuner.load_study(name, output=out)
     assert len(loaded.trials) == 10 and loaded.best == saved
-    assert loaded.trials.loc[loaded.trials["trial"] == saved["trial"], "score"].item() == saved["score"]
-    assert set(SPACE) <= set(loaded.trials.columns) and loaded.config["objective"]["metric"] == "score"
+    assert (
+        loaded.trials.loc[loaded.trials["trial"] == saved["trial"], "score"].item()
+        == saved["score"]
+    )
+    assert (
+        set(SPACE) <= set(loaded.trials.columns) and loaded.config["objective"]["metric"] == "score"
+    )
     assert tuner.load_study(result.directory).name == name
     # the same name again: the error names the Python arguments too
     with pytest.raises(ConfigError, match=r"resume=True.*fresh=True"):
@@ -204,8 +230,12 @@ def test_a_mistake_that_fails_every_trial_stops_the_study_with_its_cause(tmp_pat
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 1 and "no trial finished" in p.stdout
     # a reader that closes the pipe early (`tuner show broken | head -0`): a quiet end
-    reader = subprocess.Popen([sys.executable, "-m", "tuner.app.cli", "show", "broken"], cwd=tmp_path,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    reader = subprocess.Popen(
+        [sys.executable, "-m", "tuner.app.cli", "show", "broken"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     reader.stdout.close()
     assert reader.wait(timeout=60) == 0
     assert reader.stderr.read() == b""
@@ -227,7 +257,9 @@ def test_a_function_that_fails_its_reference_run_is_reported_as_the_function_fai
                            run={"trials": 4, "max_concurrent": 1})
     words = ["raised in the study's first run", "KeyError: 'lrr'", "ref.py:6 in typo",
              'lr = config["lrr"]', "Fix the function"]
-    assert last.startswith("tuner: your trainable ref:typo ") and all(w in last for w in words), last
+    assert last.startswith("tuner: your trainable ref:typo ") and all(w in last for w in words), (
+        last
+    )
     assert "budget.limit in seconds" not in last and "configuration error" not in last
 
 

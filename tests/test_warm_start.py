@@ -34,9 +34,13 @@ def study(name, **kw):
 
 
 def earlier(name, context, trials, **kw):
-    base = dict(trainable=f"{__name__}:fit", space=SPACE, objective={"metric": "score", "mode": "max"})
+    base = dict(
+        trainable=f"{__name__}:fit", space=SPACE, objective={"metric": "score", "mode": "max"}
+    )
     base.update(kw)
-    return Earlier(name, "folder", base["trainable"], base["space"], base["objective"], context, trials)
+    return Earlier(
+        name, "folder", base["trainable"], base["space"], base["objective"], context, trials
+    )
 
 
 def finished(x, depth, value, **metrics):
@@ -64,7 +68,8 @@ def test_missing_studies_and_mismatched_contexts_name_the_study(tmp_path):
     with pytest.raises(ConfigError, match="no study 'gone'.*MLflow"):
         earlier_studies(cfg, lambda name, c: None)
     cfg = load_study(study("b", warm_start=["a"], context={"rows": 1000}, output=str(tmp_path)))
-    with pytest.raises(ConfigError, match=r"'a' has the context keys \[\]; this study has \['rows'\]"):
+    with pytest.raises(ConfigError, match=r"'a' has the context keys \[\]; this study has "
+                                          r"\['rows'\]"):
         earlier_studies(cfg, lambda name, c: earlier("a", None, []))
     with pytest.raises(ConfigError, match="is this study"):
         earlier_studies(load_study(study("b", warm_start=["b"], output=str(tmp_path))))
@@ -118,7 +123,8 @@ def test_context_on_the_command_line():
     assert cfg.context == {"rows": 7, "v": "a"} and cfg.warm_start == ("x", "y")
 
 
-# --- real studies: the session's Ray, real MLflow --------------------------------------------------
+# --- real studies: the session's Ray, real MLflow
+# --------------------------------------------------
 
 @pytest.mark.slow
 def test_a_study_learns_from_earlier_ones_in_folders_and_in_mlflow(ray_session, tmp_path, capsys):
@@ -128,7 +134,9 @@ def test_a_study_learns_from_earlier_ones_in_folders_and_in_mlflow(ray_session, 
     a = tuner.run(fit, study="small", context={"rows": 100}, trials=8, **common)
     assert a.status == "FINISHED" and a.count("FINISHED") == 8
     capsys.readouterr()
-    b = tuner.run(fit, study="large", context={"rows": 1000}, warm_start="small", trials=4, **common)
+    b = tuner.run(
+        fit, study="large", context={"rows": 1000}, warm_start="small", trials=4, **common
+    )
     printed = capsys.readouterr().out
     assert "warm start: 8 trials from small (folder" in printed and "context rows=100" in printed
     assert re.search(r"learned from earlier studies \(not in this table\): 8 trials of small "
@@ -153,8 +161,24 @@ def test_a_study_learns_from_earlier_ones_in_folders_and_in_mlflow(ray_session, 
     # the first study's folder is gone: it is read back from MLflow; the second from its folder
     shutil.rmtree(tmp_path / "runs" / "small")
     capsys.readouterr()
-    code = cli_main(["run", str(_yaml(tmp_path, "again", fit)), "--trials", "2", "--tracking-uri", uri,
-                     "--output", out, "--from", "small", "--from", "large", "--context", "rows=2000"])
+    code = cli_main(
+        [
+            "run",
+            str(_yaml(tmp_path, "again", fit)),
+            "--trials",
+            "2",
+            "--tracking-uri",
+            uri,
+            "--output",
+            out,
+            "--from",
+            "small",
+            "--from",
+            "large",
+            "--context",
+            "rows=2000",
+        ]
+    )
     printed = capsys.readouterr().out
     assert code == 0, printed
     assert "warm start: 8 trials from small (MLflow run" in printed

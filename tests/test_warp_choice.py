@@ -17,7 +17,10 @@ from tuner.core.trial import Status
 from tuner.core.warp_choice import WARP_CHOICE_FROM, loo_means, prefer_copula, warp_rule
 from tuner.loop.simulator import SimClock
 
-SQUARE = {"x": {"type": "float", "low": 0.0, "high": 1.0}, "y": {"type": "float", "low": 0.0, "high": 1.0}}
+SQUARE = {
+    "x": {"type": "float", "low": 0.0, "high": 1.0},
+    "y": {"type": "float", "low": 0.0, "high": 1.0},
+}
 
 
 def smooth(x, y):
@@ -26,7 +29,11 @@ def smooth(x, y):
 
 def diverging(x, y):
     """Like training runs: scores crowd near the top, and far from the middle runs diverge."""
-    return 0.9 + 0.05 * np.sin(3 * x) * np.cos(2 * y) - (0.8 if (x - 0.5) ** 2 + (y - 0.5) ** 2 > 0.15 else 0.0)
+    return (
+        0.9
+        + 0.05 * np.sin(3 * x) * np.cos(2 * y)
+        - (0.8 if (x - 0.5) ** 2 + (y - 0.5) ** 2 > 0.15 else 0.0)
+    )
 
 
 def rarely_diverging(x, y):
@@ -54,7 +61,9 @@ def test_leave_one_out_means_are_the_gp_without_each_point():
         keep = np.arange(len(y)) != i
         gp = GaussianProcess(Matern52(), hyper)
         gp.extend(X[keep])
-        assert fast[i] == pytest.approx(Posterior(gp, y[keep], gp).predict(X[i:i + 1])[0][0], abs=1e-8)
+        assert fast[i] == pytest.approx(
+            Posterior(gp, y[keep], gp).predict(X[i : i + 1])[0][0], abs=1e-8
+        )
 
 
 def test_auto_is_tail_or_copula_unless_there_is_a_constraint_or_a_context():
@@ -63,9 +72,15 @@ def test_auto_is_tail_or_copula_unless_there_is_a_constraint_or_a_context():
     assert warp_rule("tail", True, True) == "tail"
     budget = [{"metric": "time", "limit": 1.0, "type": "budget", "runtime": True}]
     plain = Optimizer(SQUARE, output_warp="auto")
-    assert (plain.scale.rule, plain.scale.base_warp, plain.scale.warp_on) == ("tail-or-copula", "tail", False)
+    assert (plain.scale.rule, plain.scale.base_warp, plain.scale.warp_on) == (
+        "tail-or-copula",
+        "tail",
+        False,
+    )
     assert Optimizer(SQUARE, output_warp="auto", constraints=budget).scale.rule == "none-or-copula"
-    ctx = Optimizer(SQUARE, output_warp="auto", context_space={"z": {"type": "float", "low": 0, "high": 1}})
+    ctx = Optimizer(
+        SQUARE, output_warp="auto", context_space={"z": {"type": "float", "low": 0, "high": 1}}
+    )
     assert (ctx.scale.rule, ctx.scale.warp_on) == ("none-or-copula", True)
 
 
@@ -81,18 +96,24 @@ def test_none_or_copula_drops_the_warp_on_a_smooth_function_and_keeps_it_where_r
     assert all(opt.scale.warp() is None and opt.objective.bounds.noise[0] < 1e-3 for opt in plain)
     warped = [opt for opt, choices in diverging_runs if choices[-1]]
     assert len(warped) >= 4
-    assert all(opt.scale.warp() is not None and opt.objective.bounds.noise[0] == 1e-3 for opt in warped)
+    assert all(
+        opt.scale.warp() is not None and opt.objective.bounds.noise[0] == 1e-3 for opt in warped
+    )
 
 
-def test_tail_or_copula_keeps_the_tail_on_a_smooth_function_and_takes_the_copula_where_runs_diverge():
+def test_tail_or_copula_keeps_the_tail_when_smooth_and_takes_the_copula_where_runs_diverge():
     """The tail warp (with the Optimizer's noise floor) until the first choice, in every run;
     the copula (with ``noise_floor``) where its GP ranks the held-out better half better."""
     smooth_runs = [auto_run(smooth, seed=seed, rule="tail-or-copula") for seed in range(5)]
     diverging_runs = [auto_run(diverging, seed=seed, rule="tail-or-copula") for seed in range(5)]
     assert not any(choices[0] for _, choices in smooth_runs + diverging_runs)
     assert not any(any(choices) for _, choices in smooth_runs)
-    assert all(opt.scale.warp() is not None and opt.objective.bounds.noise[0] < 1e-3 for opt, _ in smooth_runs)
-    assert sum(choices[WARP_CHOICE_FROM] for _, choices in diverging_runs) >= 4     # at the first choice
+    assert all(
+        opt.scale.warp() is not None and opt.objective.bounds.noise[0] < 1e-3
+        for opt, _ in smooth_runs
+    )
+    # at the first choice
+    assert sum(choices[WARP_CHOICE_FROM] for _, choices in diverging_runs) >= 4
     on = [opt for opt, choices in diverging_runs if choices[-1]]
     assert on and all(opt.objective.bounds.noise[0] == 1e-3 for opt in on)
 
@@ -108,8 +129,24 @@ def test_the_two_rules_weigh_the_held_out_ranks_differently(monkeypatch, rule, s
     better by more than the margin."""
     given = iter(scores)
     monkeypatch.setattr(warp_choice, "loo_rank_score", lambda **kw: next(given))
-    assert prefer_copula(rule, None, None, None, None, None, None, (None, None), 0, False, None, False,
-                         margin=0.1) is copula
+    assert (
+        prefer_copula(
+            rule,
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+            (None, None),
+            0,
+            False,
+            None,
+            False,
+            margin=0.1,
+        )
+        is copula
+    )
 
 
 def test_tied_top_scores_choose_without_a_warning():
@@ -131,8 +168,16 @@ def test_tied_top_scores_choose_without_a_warning():
 def test_tail_or_copula_compares_the_tails_gp_in_its_box_with_the_copulas_in_its_own(monkeypatch):
     """The base targets are the tail warp's (not the plain scores), fit with the Optimizer's
     noise floor; the copula's with ``noise_floor``."""
-    opt = Optimizer(SQUARE, clock=SimClock(), seed=0, objective_bounds=None, output_warp="tail-or-copula",
-                    kernel="matern52", n_initial=8, research={"noise_floor": 1e-3})
+    opt = Optimizer(
+        SQUARE,
+        clock=SimClock(),
+        seed=0,
+        objective_bounds=None,
+        output_warp="tail-or-copula",
+        kernel="matern52",
+        n_initial=8,
+        research={"noise_floor": 1e-3},
+    )
     seen, score = [], warp_choice.loo_rank_score
 
     def spy(**kw):

@@ -29,7 +29,8 @@ SPACE = {
 CONFIG = {"x": number(0.0, 1.0), "y": number(0.0, 1.0), "width": integer(1)}
 
 
-WARM_UP = {"time_scale": 0.0}    # a short run: its "training" is a sleep (Trainable.warm_up_options)
+# a short run: its "training" is a sleep (Trainable.warm_up_options)
+WARM_UP = {"time_scale": 0.0}
 OPTIONS = {
     "time_scale": Option(0.2, number(0.0), "seconds of a width-2 run on average"),
     "cv": Option(0.3, number(0.0), "coefficient of variation of the run time (log-normal)"),
@@ -46,7 +47,9 @@ def accuracy(config: dict) -> float:
 
 def run(config: dict, options: dict, seed: int) -> tuple[float, float]:
     if options["fail_above"] is not None and config["x"] > options["fail_above"]:
-        raise RuntimeError(f"diverged: x = {config['x']:.3f} > fail_above = {options['fail_above']}")
+        raise RuntimeError(
+            f"diverged: x = {config['x']:.3f} > fail_above = {options['fail_above']}"
+        )
     s2 = math.log1p(options["cv"] ** 2)
     noise = float(np.random.default_rng(seed).lognormal(-0.5 * s2, math.sqrt(s2)))
     start = time.perf_counter()

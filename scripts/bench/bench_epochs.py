@@ -7,7 +7,8 @@ start to the last trial's end: Ray's and MLflow's start-up are left out, as they
 for both), how many trials finished, were stopped, went over the budget, and the worker-seconds
 spent on runs that did not finish.  ``--trials`` sets the trials of both; ``--epochs-trials``
 lets the reporting study run more trials (it spends less per trial); ``--rules`` runs it again
-with other ``early_stopping`` rules (none, asha, curve; ``asha:auto`` or ``asha:9`` with that grace).
+with other ``early_stopping`` rules (none, asha, curve; ``asha:auto`` or ``asha:9`` with that
+grace).
 
     python scripts/bench/bench_epochs.py --seeds 3 --out docs/research/results/epochs
 """
@@ -37,8 +38,11 @@ def one_run(name: str, seed: int, trials: int, root: Path, rule: str | None = No
     data = read_yaml(CONFIGS / f"{name}.yaml")
     if rule is not None:      # "asha:auto": the rule and its grace
         name_, _, grace = rule.partition(":")
-        data["early_stopping"] = {**data["early_stopping"], "rule": name_,
-                                  **({"grace": grace if grace == "auto" else float(grace)} if grace else {})}
+        data["early_stopping"] = {
+            **data["early_stopping"],
+            "rule": name_,
+            **({"grace": grace if grace == "auto" else float(grace)} if grace else {}),
+        }
     cfg = load_study(data, {"seed": seed, "trials": trials, "output": str(root / "runs"),
                             "tracking_uri": f"sqlite:///{root}/mlflow.db"})
     result = study_runner(cfg, progress=Progress(stream=io.StringIO())).run()
@@ -63,7 +67,9 @@ def one_run(name: str, seed: int, trials: int, root: Path, rule: str | None = No
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--trials", type=int, default=30)
     ap.add_argument("--epochs-trials", type=int, nargs="*", default=[],
@@ -77,15 +83,21 @@ def main() -> None:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for seed in range(args.seeds):
-            for name, trials, rule in [("cnn", args.trials, None), ("cnn-epochs", args.trials, None),
-                                       *[("cnn-epochs", n, None) for n in args.epochs_trials],
-                                       *[("cnn-epochs", args.trials, r) for r in args.rules]]:
+            for name, trials, rule in [
+                ("cnn", args.trials, None),
+                ("cnn-epochs", args.trials, None),
+                *[("cnn-epochs", n, None) for n in args.epochs_trials],
+                *[("cnn-epochs", args.trials, r) for r in args.rules],
+            ]:
                 root = Path(tmp) / f"{name}-{trials}-{rule}-{seed}"
                 rows.append({**one_run(name, seed, trials, root, rule), "trials_asked": trials})
                 print(rows[-1], flush=True)
     ray.shutdown()
-    lines = ["| study | trials | median best | best per seed | median loop time | finished | stopped "
-             "| over budget | worker-s on runs not finished |", "|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| study | trials | median best | best per seed | median loop time | finished | stopped "
+        "| over budget | worker-s on runs not finished |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for key in dict.fromkeys((r["study"], r["trials_asked"]) for r in rows):
         rs = [r for r in rows if (r["study"], r["trials_asked"]) == key]
         best = [r["best"] for r in rs if r["best"] is not None]
@@ -101,7 +113,11 @@ def main() -> None:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
         write_table(out / "runs.csv", rows)
-        extra = f" --epochs-trials {' '.join(map(str, args.epochs_trials))}" if args.epochs_trials else ""
+        extra = (
+            f" --epochs-trials {' '.join(map(str, args.epochs_trials))}"
+            if args.epochs_trials
+            else ""
+        )
         extra += f" --rules {' '.join(args.rules)}" if args.rules else ""
         (out / "summary.md").write_text(
             "# The built-in CNN study: reporting every epoch against reporting at the end\n\n"

@@ -55,9 +55,15 @@ def time_ours(n: int, d: int, reps: int, seed: int, settings: Settings | None = 
     with ``context``, each trial at a random value of one float context (paper 001 §5)."""
     rng = np.random.default_rng(seed)
     space = {f"x{i}": {"type": "float", "low": 0.0, "high": 1.0} for i in range(d)}
-    opt = Optimizer(space, settings, algorithm="gp-ucb-sdf", objective_bounds=(0.0, 1.0),
-                    window=float("inf"), seed=seed,
-                    context_space={"c": {"type": "float", "low": 0.0, "high": 1.0}} if context else None)
+    opt = Optimizer(
+        space,
+        settings,
+        algorithm="gp-ucb-sdf",
+        objective_bounds=(0.0, 1.0),
+        window=float("inf"),
+        seed=seed,
+        context_space={"c": {"type": "float", "low": 0.0, "high": 1.0}} if context else None,
+    )
     X = rng.random((n + pending, d))
     y = objective(X)
     z = (lambda: {"c": float(rng.random())}) if context else (lambda: None)
@@ -93,17 +99,35 @@ def time_optuna(n: int, d: int, reps: int, seed: int) -> list[tuple[float, float
                       for x, v in zip(X, y)])
     def step() -> tuple[float, float]:
         trial, wall, cpu = timed(lambda: study.ask(dists))
-        study.tell(trial, float(objective(np.array([[trial.params[f"x{i}"] for i in range(d)]]))[0]))
+        study.tell(
+            trial, float(objective(np.array([[trial.params[f"x{i}"] for i in range(d)]]))[0])
+        )
         return wall, cpu
 
     step()           # untimed, as for ours
     return [step() for _ in range(reps)]
 
 
-def in_process(which: str, n: int, d: int, args: argparse.Namespace) -> tuple[list[tuple[float, float]], float]:
+def in_process(
+    which: str, n: int, d: int, args: argparse.Namespace
+) -> tuple[list[tuple[float, float]], float]:
     """Time one case in a fresh process: (times, peak RSS of that process in MB)."""
-    cmd = [sys.executable, __file__, "--one", which, str(n), str(d), "--seed", str(args.seed),
-           "--reps", str(args.reps), "--optuna-reps", str(args.optuna_reps), "--pending", str(args.pending)]
+    cmd = [
+        sys.executable,
+        __file__,
+        "--one",
+        which,
+        str(n),
+        str(d),
+        "--seed",
+        str(args.seed),
+        "--reps",
+        str(args.reps),
+        "--optuna-reps",
+        str(args.optuna_reps),
+        "--pending",
+        str(args.pending),
+    ]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     res = json.loads(out.strip().splitlines()[-1])
     return [tuple(t) for t in res["times"]], res["rss_mb"]
@@ -115,12 +139,17 @@ def one(args: argparse.Namespace) -> None:
     if which == "ours":
         time_ours(20, 2, 1, args.seed)
         s = Settings()
-        cycle = refit_interval(s.refit_every, s.research.fitting.refit_growth, n)     # one refit per cycle
+        # one refit per cycle
+        cycle = refit_interval(s.refit_every, s.research.fitting.refit_growth, n)
         times = time_ours(n, d, max(args.reps, cycle), args.seed, pending=args.pending)
     else:
         time_optuna(20, 2, 1, args.seed)
         times = time_optuna(n, d, args.optuna_reps, args.seed)
-    print(json.dumps({"times": times, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+    print(
+        json.dumps(
+            {"times": times, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+        )
+    )
 
 
 def summary(times: list[tuple[float, float]], prefix: str) -> dict[str, float]:
@@ -145,8 +174,10 @@ def side_by_side(args: argparse.Namespace, name: str, labels: tuple[str, str],
         for n in args.n:
             a = summary(time_ours(n, d, args.reps, args.seed, pending=args.pending, **kw_a), "a")
             b = summary(time_ours(n, d, args.reps, args.seed, pending=args.pending, **kw_b), "b")
-            lines.append(f"| {d} | {n} | {args.pending} | {a['a_median_ms']:.1f} | {b['b_median_ms']:.1f} | "
-                         f"{b['b_median_ms'] / a['a_median_ms']:.2f} | {b['b_mean_ms']:.1f} |")
+            lines.append(
+                f"| {d} | {n} | {args.pending} | {a['a_median_ms']:.1f} | {b['b_median_ms']:.1f} | "
+                f"{b['b_median_ms'] / a['a_median_ms']:.2f} | {b['b_mean_ms']:.1f} |"
+            )
             print(lines[-1], flush=True)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -154,9 +185,14 @@ def side_by_side(args: argparse.Namespace, name: str, labels: tuple[str, str],
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--n", type=int, nargs="+", default=[100, 400, 1000, 2000, 5000, 10000, 30000, 100000])
-    ap.add_argument("--one", nargs=3, help=argparse.SUPPRESS)     # ours|optuna N D, in a child process
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument(
+        "--n", type=int, nargs="+", default=[100, 400, 1000, 2000, 5000, 10000, 30000, 100000]
+    )
+    # ours|optuna N D, in a child process
+    ap.add_argument("--one", nargs=3, help=argparse.SUPPRESS)
     ap.add_argument("--dims", type=int, nargs="+", default=[3, 8])
     ap.add_argument("--reps", type=int, default=10, help="timed suggestions of ours per (n, d)")
     ap.add_argument("--optuna-reps", type=int, default=5, help="timed GPSampler suggestions")
@@ -164,9 +200,12 @@ def main() -> None:
                     help="skip Optuna above this n (its cost grows as n^3 per call)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--pending", type=int, default=0, help="trials left running during the timing")
-    ap.add_argument("--against-paper", action="store_true",
-                    help="time the default Settings and Settings.from_dict(PAPER_EXACT) in the same run "
-                         "instead of Optuna")
+    ap.add_argument(
+        "--against-paper",
+        action="store_true",
+        help="time the default Settings and Settings.from_dict(PAPER_EXACT) in the same run "
+        "instead of Optuna",
+    )
     ap.add_argument("--against-settings", metavar="JSON",
                     help="time the default Settings and the default with these overrides in the "
                          "same run, e.g. '{\"output_warp\": \"copula\"}'")
@@ -198,19 +237,24 @@ def main() -> None:
             row: dict[str, float | int] = {"d": d, "n": n, "load_1min": os.getloadavg()[0]}
             ours, row["ours_rss_mb"] = in_process("ours", n, d, args)
             row.update(summary(ours, "ours"))
-            theirs, row["optuna_rss_mb"] = (in_process("optuna", n, d, args) if n <= args.optuna_max_n
-                                            else ([], float("nan")))
+            theirs, row["optuna_rss_mb"] = (
+                in_process("optuna", n, d, args) if n <= args.optuna_max_n else ([], float("nan"))
+            )
             row.update(summary(theirs, "optuna"))
             row["ratio_median"] = row["ours_median_ms"] / row["optuna_median_ms"]
             row["ratio_mean"] = row["ours_mean_ms"] / row["optuna_mean_ms"]
             row["ratio_cpu_median"] = row["ours_cpu_median_ms"] / row["optuna_cpu_median_ms"]
             rows.append(row)
-            print(f"d={d} n={n}: ours median {row['ours_median_ms']:.1f} ms (mean "
-                  f"{row['ours_mean_ms']:.1f}, CPU {row['ours_cpu_median_ms']:.1f}), GPSampler median "
-                  f"{row['optuna_median_ms']:.1f} ms (mean {row['optuna_mean_ms']:.1f}, CPU "
-                  f"{row['optuna_cpu_median_ms']:.1f}), ratio {row['ratio_median']:.3f}, RSS ours "
-                  f"{row['ours_rss_mb']:.0f} MB, GPSampler {row['optuna_rss_mb']:.0f} MB, "
-                  f"load {row['load_1min']:.1f}", flush=True)
+            print(
+                f"d={d} n={n}: ours median {row['ours_median_ms']:.1f} ms (mean "
+                f"{row['ours_mean_ms']:.1f}, CPU {row['ours_cpu_median_ms']:.1f}), GPSampler "
+                "median "
+                f"{row['optuna_median_ms']:.1f} ms (mean {row['optuna_mean_ms']:.1f}, CPU "
+                f"{row['optuna_cpu_median_ms']:.1f}), ratio {row['ratio_median']:.3f}, RSS ours "
+                f"{row['ours_rss_mb']:.0f} MB, GPSampler {row['optuna_rss_mb']:.0f} MB, "
+                f"load {row['load_1min']:.1f}",
+                flush=True,
+            )
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     write_table(out / "latency.csv", rows)
@@ -218,23 +262,29 @@ def main() -> None:
     def f(v: float, fmt: str = ".1f") -> str:
         return "skipped" if v != v else format(v, fmt)
 
-    lines = [f"Command: `python scripts/bench/bench_latency.py {' '.join(sys.argv[1:])}`  ",
-             f"Machine: {os.cpu_count()} cores (shared with other jobs), {platform.python_version()}, "
-             f"numpy {np.__version__}, optuna {optuna.__version__}; 1-min load average "
-             f"{load0[0]:.1f} at start, {os.getloadavg()[0]:.1f} at end.  Times in ms per suggestion; "
-             f"ours: {args.reps} suggestions (one holds the refit), GPSampler: {args.optuna_reps} "
-             f"(each refits); one untimed suggestion before each; {args.pending} trials left "
-             "running during ours.  RSS: peak resident memory of the case's own process, MB.\n",
-             "| d | n | ours median | ours mean | ours CPU median | ours RSS | GPSampler median | "
-             "GPSampler mean | GPSampler CPU median | GPSampler RSS | ratio median | ratio mean | "
-             "ratio CPU | load |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        f"Command: `python scripts/bench/bench_latency.py {' '.join(sys.argv[1:])}`  ",
+        f"Machine: {os.cpu_count()} cores (shared with other jobs), {platform.python_version()}, "
+        f"numpy {np.__version__}, optuna {optuna.__version__}; 1-min load average "
+        f"{load0[0]:.1f} at start, {os.getloadavg()[0]:.1f} at end.  Times in ms per suggestion; "
+        f"ours: {args.reps} suggestions (one holds the refit), GPSampler: {args.optuna_reps} "
+        f"(each refits); one untimed suggestion before each; {args.pending} trials left "
+        "running during ours.  RSS: peak resident memory of the case's own process, MB.\n",
+        "| d | n | ours median | ours mean | ours CPU median | ours RSS | GPSampler median | "
+        "GPSampler mean | GPSampler CPU median | GPSampler RSS | ratio median | ratio mean | "
+        "ratio CPU | load |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
-        lines.append(f"| {r['d']} | {r['n']} | {f(r['ours_median_ms'])} | {f(r['ours_mean_ms'])} | "
-                     f"{f(r['ours_cpu_median_ms'])} | {f(r['ours_rss_mb'], '.0f')} | {f(r['optuna_median_ms'])} | "
-                     f"{f(r['optuna_mean_ms'])} | {f(r['optuna_cpu_median_ms'])} | "
-                     f"{f(r['optuna_rss_mb'], '.0f')} | {f(r['ratio_median'], '.3f')} | "
-                     f"{f(r['ratio_mean'], '.3f')} | {f(r['ratio_cpu_median'], '.3f')} | {r['load_1min']:.1f} |")
+        lines.append(
+            f"| {r['d']} | {r['n']} | {f(r['ours_median_ms'])} | {f(r['ours_mean_ms'])} | "
+            f"{f(r['ours_cpu_median_ms'])} | {f(r['ours_rss_mb'], '.0f')} | "
+            f"{f(r['optuna_median_ms'])} | "
+            f"{f(r['optuna_mean_ms'])} | {f(r['optuna_cpu_median_ms'])} | "
+            f"{f(r['optuna_rss_mb'], '.0f')} | {f(r['ratio_median'], '.3f')} | "
+            f"{f(r['ratio_mean'], '.3f')} | {f(r['ratio_cpu_median'], '.3f')} | "
+            f"{r['load_1min']:.1f} |"
+        )
     (out / "latency.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 

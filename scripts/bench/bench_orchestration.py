@@ -5,14 +5,16 @@ The same trivial trainable (sleep a random 50-500 ms, seeded) and the same optim
 the suggestion cost inside each loop) run three ways on one local Ray instance:
 
 * ``tasks``: ``ray.remote`` tasks and ``ray.wait``, a new suggestion the moment one returns
-  (what ``tuner.study.runner.StudyRunner`` on ``tuner.integrations.ray.executor.RayExecutor`` does, without MLflow);
+  (what ``tuner.study.runner.StudyRunner`` on ``tuner.integrations.ray.executor.RayExecutor`` \
+      does, without MLflow);
 * ``tune``: ``tune.Tuner`` with ``TunerSearch`` and ``max_concurrent_trials`` (default settings);
 * ``tune-reuse``: the same with ``reuse_actors=True``.
 
 Utilization = sum of the sleeps / (slots x span), span = first trial start to last trial end,
 both measured inside the trials; overhead per trial = (slots x span - sum of sleeps) / trials.
 
-    python scripts/bench/bench_orchestration.py --trials 60 --slots 2 8 --out docs/research/results/orchestration
+    python scripts/bench/bench_orchestration.py --trials 60 --slots 2 8 --out \
+        docs/research/results/orchestration
 """
 
 from __future__ import annotations
@@ -86,7 +88,9 @@ def summarize(rows: list[dict], slots: int) -> dict:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--trials", type=int, default=60)
     ap.add_argument("--slots", type=int, nargs="+", default=[2, 8])
     ap.add_argument("--algorithms", nargs="+", default=["random", "gp-ucb-sdf"])
@@ -107,20 +111,29 @@ def main() -> None:
                 row = {"slots": slots, "algorithm": algorithm, "way": way,
                        **summarize(trials, slots), "total_s": time.perf_counter() - t0}
                 rows.append(row)
-                print(f"slots {slots} {algorithm:10s} {way:10s} utilization "
-                      f"{100 * row['utilization']:5.1f}%  overhead {row['overhead_ms_per_trial']:7.1f} "
-                      f"ms/trial  span {row['span_s']:.1f}s  total {row['total_s']:.1f}s", flush=True)
+                print(
+                    f"slots {slots} {algorithm:10s} {way:10s} utilization "
+                    f"{100 * row['utilization']:5.1f}%  overhead "
+                    f"{row['overhead_ms_per_trial']:7.1f} "
+                    f"ms/trial  span {row['span_s']:.1f}s  total {row['total_s']:.1f}s",
+                    flush=True,
+                )
     ray.shutdown()
     write_table(out / "results.csv", rows)
-    lines = [f"{args.trials} trials sleeping U(50, 500) ms each; utilization = sleep / (slots x span).",
-             "", "| slots | algorithm | way | utilization | overhead per trial | ratio to tasks |",
-             "|---|---|---|---|---|---|"]
+    lines = [
+        f"{args.trials} trials sleeping U(50, 500) ms each; utilization = sleep / (slots x span).",
+        "",
+        "| slots | algorithm | way | utilization | overhead per trial | ratio to tasks |",
+        "|---|---|---|---|---|---|",
+    ]
     for r in rows:
         base = next(b for b in rows if b["slots"] == r["slots"] and b["algorithm"] == r["algorithm"]
                     and b["way"] == "tasks")
-        lines.append(f"| {r['slots']} | {r['algorithm']} | {r['way']} | {100 * r['utilization']:.0f}% | "
-                     f"{r['overhead_ms_per_trial']:.0f} ms | "
-                     f"{r['overhead_ms_per_trial'] / max(base['overhead_ms_per_trial'], 1e-9):.1f}x |")
+        lines.append(
+            f"| {r['slots']} | {r['algorithm']} | {r['way']} | {100 * r['utilization']:.0f}% | "
+            f"{r['overhead_ms_per_trial']:.0f} ms | "
+            f"{r['overhead_ms_per_trial'] / max(base['overhead_ms_per_trial'], 1e-9):.1f}x |"
+        )
     (out / "results.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 

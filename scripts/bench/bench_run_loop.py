@@ -17,7 +17,8 @@ call, with the MLflow writer's start-up and the MLflow backlog it sends after th
 Ray is started as ``tuner run`` starts it (``local_ray_config``).  Also: the peak memory (RSS)
 of the driver, and of the MLflow writer process (the largest child process waited for).
 
-    python scripts/bench/bench_run_loop.py --trials 200 --slots 2 8 --out docs/research/results/run_loop
+    python scripts/bench/bench_run_loop.py --trials 200 --slots 2 8 --out \
+        docs/research/results/run_loop
 """
 
 from __future__ import annotations
@@ -87,16 +88,26 @@ def run_tuner(n: int, slots: int, algorithm: str, root: Path, settings: dict | N
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--trials", type=int, default=200)
     ap.add_argument("--slots", type=int, nargs="+", default=[2, 8])
     ap.add_argument("--ways", nargs="+", default=["bare", "tuner-random", "tuner-gp"])
     ap.add_argument("--ms", type=float, nargs=2, default=[50, 500], metavar=("LOW", "HIGH"),
                     help="each trial sleeps U(LOW, HIGH) milliseconds")
-    ap.add_argument("--cold", action="store_true",
-                    help="no throw-away study first (the first study then pays MLflow's cold start)")
-    ap.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE",
-                    help="optimizer settings for the tuner ways (VALUE as JSON), e.g. fit_restarts=0")
+    ap.add_argument(
+        "--cold",
+        action="store_true",
+        help="no throw-away study first (the first study then pays MLflow's cold start)",
+    )
+    ap.add_argument(
+        "--set",
+        nargs="*",
+        default=[],
+        metavar="KEY=VALUE",
+        help="optimizer settings for the tuner ways (VALUE as JSON), e.g. fit_restarts=0",
+    )
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
     settings = {k: json.loads(v) for k, v in (item.split("=", 1) for item in args.set)}
@@ -110,26 +121,51 @@ def main() -> None:
             run_tuner(40, 2, "random", Path(tmp) / "warm")
         for slots in args.slots:
             for way in args.ways:
-                r = (run_bare(args.trials, slots) if way == "bare" else
-                     run_tuner(args.trials, slots, "random" if way == "tuner-random" else "gp-ucb-sdf",
-                               Path(tmp), settings))
+                r = (
+                    run_bare(args.trials, slots)
+                    if way == "bare"
+                    else run_tuner(
+                        args.trials,
+                        slots,
+                        "random" if way == "tuner-random" else "gp-ucb-sdf",
+                        Path(tmp),
+                        settings,
+                    )
+                )
                 util = r["work"] / (slots * r["span"])
                 over = (slots * r["span"] - r["work"]) / max(r["trials"], 1)
-                rows.append({"slots": slots, "way": way, "trials": r["trials"],
-                             "utilization": round(util, 3), "overhead_ms": round(1e3 * over, 1),
-                             "trials_per_s": round(r["trials"] / r["span"], 2),
-                             "span_s": round(r["span"], 1), "wall_s": round(r["wall"], 1),
-                             "driver_peak_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
-                             # the largest child waited for: the MLflow writer processes
-                             "writer_peak_mb": round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024)})
+                rows.append(
+                    {
+                        "slots": slots,
+                        "way": way,
+                        "trials": r["trials"],
+                        "utilization": round(util, 3),
+                        "overhead_ms": round(1e3 * over, 1),
+                        "trials_per_s": round(r["trials"] / r["span"], 2),
+                        "span_s": round(r["span"], 1),
+                        "wall_s": round(r["wall"], 1),
+                        "driver_peak_mb": round(
+                            resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+                        ),
+                        # the largest child waited for: the MLflow writer processes
+                        "writer_peak_mb": round(
+                            resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+                        ),
+                    }
+                )
                 print(rows[-1], flush=True)
     ray.shutdown()
-    lines = ["| slots | way | trials | true utilization | overhead per trial | trials/s | span | wall | driver peak RSS so far | MLflow writer peak RSS |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| slots | way | trials | true utilization | overhead per trial | trials/s | span | wall "
+        "| driver peak RSS so far | MLflow writer peak RSS |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
-        lines.append(f"| {r['slots']} | {r['way']} | {r['trials']} | {100 * r['utilization']:.0f} % | "
-                     f"{r['overhead_ms']:.0f} ms | {r['trials_per_s']} | {r['span_s']} s | "
-                     f"{r['wall_s']} s | {r['driver_peak_mb']} MB | {r['writer_peak_mb']} MB |")
+        lines.append(
+            f"| {r['slots']} | {r['way']} | {r['trials']} | {100 * r['utilization']:.0f} % | "
+            f"{r['overhead_ms']:.0f} ms | {r['trials_per_s']} | {r['span_s']} s | "
+            f"{r['wall_s']} s | {r['driver_peak_mb']} MB | {r['writer_peak_mb']} MB |"
+        )
     print("\n".join(lines))
     if args.out:
         out = Path(args.out)
@@ -137,10 +173,12 @@ def main() -> None:
         write_table(out / "runs.csv", rows)
         (out / "summary.md").write_text(
             f"# `tuner run` against a bare Ray-task loop ({args.trials} trials of "
-            f"{1e3 * LOW:.0f}-{1e3 * HIGH:.0f} ms)\n\nCommand: `python scripts/bench/bench_run_loop.py "
+            f"{1e3 * LOW:.0f}-{1e3 * HIGH:.0f} ms)\n\nCommand: `python "
+            "scripts/bench/bench_run_loop.py "
             f"--trials {args.trials} --slots {' '.join(map(str, args.slots))} --ms {args.ms[0]:g} "
             f"{args.ms[1]:g} --ways {' '.join(args.ways)}{' --cold' if args.cold else ''}"
-            f"{' --set ' + ' '.join(args.set) if args.set else ''}`\n\n" + "\n".join(lines) + "\n")
+            f"{' --set ' + ' '.join(args.set) if args.set else ''}`\n\n" + "\n".join(lines) + "\n"
+        )
 
 
 if __name__ == "__main__":

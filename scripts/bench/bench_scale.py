@@ -5,7 +5,8 @@ score and what it saves in time, in simulated asynchronous studies on the harnes
     # switched on early (past 200 trials, 150 of them) so that it covers most of each run
     python scripts/bench/bench_scale.py quality --out docs/research/results/scale
     # 20 000 trials on 256 workers: the default, random search and Optuna's TPE, one process each
-    python scripts/bench/bench_scale.py study --methods tuner random optuna-tpe --out docs/research/results/scale
+    python scripts/bench/bench_scale.py study --methods tuner random optuna-tpe --out \
+        docs/research/results/scale
 
 Rows are appended to ``quality.csv`` / ``study.csv`` as runs finish (an interrupted run resumes);
 the tables ``quality.md`` / ``study.md`` are written from every row at the end.  Scores are the
@@ -94,29 +95,42 @@ def quality_table(path: Path, base: str = "exact", other: str = "subset") -> str
             d = u - e
             se = d.std(ddof=1) / math.sqrt(len(d)) if len(d) > 1 else math.nan
             tol = 1e-9 * (1 + np.abs(e))
-            ms = [np.mean([float(by[m, s]["suggest_ms_mean"]) for s in seeds]) for m in (base, other)]
-            lines.append(f"| {prob} | {by[base, seeds[0]]['trials']} | {q} | {e.mean():.4g} | {u.mean():.4g} | "
-                         f"{d.mean():+.3g} ({se:.2g}) | {int((d > tol).sum())} / {int((abs(d) <= tol).sum())} / "
-                         f"{int((d < -tol).sum())} | {ms[0]:.1f} | {ms[1]:.1f} |")
+            ms = [
+                np.mean([float(by[m, s]["suggest_ms_mean"]) for s in seeds]) for m in (base, other)
+            ]
+            lines.append(
+                f"| {prob} | {by[base, seeds[0]]['trials']} | {q} | {e.mean():.4g} | "
+                f"{u.mean():.4g} | "
+                f"{d.mean():+.3g} ({se:.2g}) | {int((d > tol).sum())} / "
+                f"{int((abs(d) <= tol).sum())} / "
+                f"{int((d < -tol).sum())} | {ms[0]:.1f} | {ms[1]:.1f} |"
+            )
     return "\n".join(lines)
 
 
 def study_table(path: Path) -> str:
     data = rows(path)
-    lines = ["| problem | W | trials | method | seed | best at 1/4 | best at 1/2 | best at the end | "
-             "infeasible | suggest ms median | suggest ms mean | wall min | peak RSS MB |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| problem | W | trials | method | seed | best at 1/4 | best at 1/2 | best at the end | "
+        "infeasible | suggest ms median | suggest ms mean | wall min | peak RSS MB |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in data:
-        lines.append(f"| {r['problem']} | {r['workers']} | {r['trials']} | {r['method']} | {r['seed']} | "
-                     f"{float(r['best_0.25']):.4g} | {float(r['best_0.5']):.4g} | {float(r['best_1']):.4g} | "
-                     f"{r['infeasible_trials']} | {float(r['suggest_ms_median']):.1f} | "
-                     f"{float(r['suggest_ms_mean']):.1f} | {float(r['wall_s']) / 60:.1f} | "
-                     f"{float(r['peak_rss_mb']):.0f} |")
+        lines.append(
+            f"| {r['problem']} | {r['workers']} | {r['trials']} | {r['method']} | {r['seed']} | "
+            f"{float(r['best_0.25']):.4g} | {float(r['best_0.5']):.4g} | {float(r['best_1']):.4g} "
+            "| "
+            f"{r['infeasible_trials']} | {float(r['suggest_ms_median']):.1f} | "
+            f"{float(r['suggest_ms_mean']):.1f} | {float(r['wall_s']) / 60:.1f} | "
+            f"{float(r['peak_rss_mb']):.0f} |"
+        )
     return "\n".join(lines)
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("what", choices=("quality", "study"))
     ap.add_argument("--problems", nargs="+")
     ap.add_argument("--methods", nargs="+", default=["tuner", "random", "optuna-tpe"])
@@ -140,8 +154,11 @@ def main() -> None:
                     row = run(prob, "tuner", seed, workers, n, over)
                     row["method"] = name
                     append_row(path, row)
-                    print(f"{prob} {name} seed {seed}: best {row['best_1']:.4g}, "
-                          f"{row['suggest_ms_mean']:.1f} ms mean, {row['wall_s']:.0f} s", flush=True)
+                    print(
+                        f"{prob} {name} seed {seed}: best {row['best_1']:.4g}, "
+                        f"{row['suggest_ms_mean']:.1f} ms mean, {row['wall_s']:.0f} s",
+                        flush=True,
+                    )
         (out / "quality.md").write_text(command + quality_table(path) + "\n")
         print(quality_table(path))
     else:
@@ -152,8 +169,11 @@ def main() -> None:
                 for method in args.methods:
                     row = run(prob, method, seed, workers, n)
                     append_row(path, row)
-                    print(f"{prob} {method} seed {seed}: best {row['best_1']:.4g} "
-                          f"({row['wall_s'] / 60:.1f} min, {row['peak_rss_mb']:.0f} MB)", flush=True)
+                    print(
+                        f"{prob} {method} seed {seed}: best {row['best_1']:.4g} "
+                        f"({row['wall_s'] / 60:.1f} min, {row['peak_rss_mb']:.0f} MB)",
+                        flush=True,
+                    )
         (out / "study.md").write_text(command + study_table(path) + "\n")
         print(study_table(path))
 

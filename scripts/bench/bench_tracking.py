@@ -6,7 +6,8 @@ Stores: a local sqlite file, and a real ``mlflow server`` (sqlite backend) on lo
 the server, also what a trial costs while the server is down (buffered to the spool) and what
 sending the buffer costs once it is back.
 
-    nice -n 10 python scripts/bench/bench_tracking.py [--trials 50] [--rounds 3] [--out docs/research/results/tracking.json]
+    nice -n 10 python scripts/bench/bench_tracking.py [--trials 50] [--rounds 3] [--out \
+        docs/research/results/tracking.json]
 
 Seconds per trial = one child run (params, 4 metrics, tags, status) + one progress step of the
 parent; medians over ``rounds`` turns of tracker and peer.

@@ -1,8 +1,10 @@
 """How many trials of a simulated study were copies of a trial still running when they started
 (within 1e-3 of it in every encoded coordinate), and the best score at 1/4, 1/2 and all trials.
 
-    python scripts/bench/copies_of_running.py tuner hartmann6 3000 256 1           # running_correlation 0.999
-    python scripts/bench/copies_of_running.py default-copies hartmann6 3000 256 1  # copies allowed (001)
+    # running_correlation 0.999
+    python scripts/bench/copies_of_running.py tuner hartmann6 3000 256 1
+    # copies allowed (001)
+    python scripts/bench/copies_of_running.py default-copies hartmann6 3000 256 1
 
 Arguments: method (``tuner.bench.peers``), problem, trials, workers, seeds (and optionally the
 first seed, 0 by default).
@@ -46,9 +48,13 @@ def main() -> None:
                 copies += 1
         every = np.ones(len(res.start), dtype=bool)      # every trial counts, feasible or not
         best = best_by_trials(res, every, [n // 4, n // 2, n])
-        print(f"{name} {method} seed {seed} W {workers} trials {n}: copies of a running trial {copies}, "
-              f"best at 1/4 1/2 1 {[round(v, 5) for v in best]}, f_opt {p.f_opt}, "
-              f"wall {time.time() - t0:.0f} s", flush=True)
+        print(
+            f"{name} {method} seed {seed} W {workers} trials {n}: copies of a running trial "
+            f"{copies}, "
+            f"best at 1/4 1/2 1 {[round(v, 5) for v in best]}, f_opt {p.f_opt}, "
+            f"wall {time.time() - t0:.0f} s",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

@@ -3,13 +3,14 @@
 For each number of CPU burners (processes spinning `while True: pass` at this script's own
 priority, started and stopped here by PID), run `tuner run` in a fresh folder (its own Ray, its
 own `mlflow.db`) and record: the time to the first line, each start-up step as the run printed
-it, when its banner came, the study's own time, the whole command's time, and how many trials finished.  The tests
-run a 6-trial version of this (`tests/test_busy_machine.py`); this is the full 30-trial one.
-With ``--after-budget`` the burners start only once the budget is measured (the load changes
-mid-study); each row also records the best score within the budget and the trials over it.
+it, when its banner came, the study's own time, the whole command's time, and how many trials
+finished.  The tests run a 6-trial version of this (`tests/test_busy_machine.py`); this is the full
+30-trial one. With ``--after-budget`` the burners start only once the budget is measured (the load
+changes mid-study); each row also records the best score within the budget and the trials over it.
 
     python scripts/bench/main_job_under_load.py --burners 0 2 --out docs/research/results/main_job
-    python scripts/bench/main_job_under_load.py --burners 2 --after-budget --seeds 0 1 2 -- configs/cnn.yaml
+    python scripts/bench/main_job_under_load.py --burners 2 --after-budget --seeds 0 1 2 -- \
+        configs/cnn.yaml
 """
 
 from __future__ import annotations
@@ -24,10 +25,19 @@ import time
 from pathlib import Path
 
 # A start-up step prints "<what> ..." and later "  done in X s" (other output may come between).
-STEPS = {"ray": "starting Ray", "warm_up": "warming up", "reference": "reference run for the budget"}
-LINES = {"mlflow": r"^MLflow .*ready in ([0-9.]+) s", "budget": r"^budget: .* = ([0-9.]+) s",
-         "study": r"workers busy \d+% of ([0-9.]+) s", "finished": r"^(\d+) finished, ",
-         "over_budget": r"^\d+ finished, .* (\d+) over budget", "best": r"^best: trial \d+, \w+ ([-0-9.e]+), (?!OVER BUDGET)"}   # within the budget
+STEPS = {
+    "ray": "starting Ray",
+    "warm_up": "warming up",
+    "reference": "reference run for the budget",
+}
+LINES = {
+    "mlflow": r"^MLflow .*ready in ([0-9.]+) s",
+    "budget": r"^budget: .* = ([0-9.]+) s",
+    "study": r"workers busy \d+% of ([0-9.]+) s",
+    "finished": r"^(\d+) finished, ",
+    "over_budget": r"^\d+ finished, .* (\d+) over budget",
+    "best": r"^best: trial \d+, \w+ ([-0-9.e]+), (?!OVER BUDGET)",
+}   # within the budget
 
 
 def step_seconds(lines: list[str], start: str) -> float | None:
@@ -45,7 +55,9 @@ def run_once(burners: int, extra: list[str], after_budget: bool = False) -> dict
     """One `tuner run` with ``burners`` CPU-burning processes beside it (from the start, or from
     when the budget line is printed)."""
     def burn() -> list[subprocess.Popen]:
-        return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(burners)]
+        return [
+            subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(burners)
+        ]
 
     procs = [] if after_budget else burn()
     try:
@@ -66,8 +78,17 @@ def run_once(burners: int, extra: list[str], after_budget: bool = False) -> dict
         for b in procs:
             b.kill()
             b.wait()
-    return read_lines({"burners": burners, "after_budget": after_budget, "args": extra, "exit_code": rc,
-                       "total_s": round(total, 1), "first_line_s": round(first or 0.0, 1), "lines": lines})
+    return read_lines(
+        {
+            "burners": burners,
+            "after_budget": after_budget,
+            "args": extra,
+            "exit_code": rc,
+            "total_s": round(total, 1),
+            "first_line_s": round(first or 0.0, 1),
+            "lines": lines,
+        }
+    )
 
 
 def read_lines(row: dict) -> dict:
@@ -82,7 +103,9 @@ def read_lines(row: dict) -> dict:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--burners", type=int, nargs="+", default=[0, 2])
     ap.add_argument("--out", type=Path, help="write rows.json and table.md here")
     ap.add_argument("--after-budget", action="store_true",
@@ -98,7 +121,9 @@ def main() -> None:
     rows = []
     for n in a.burners:
         for seed in a.seeds:
-            row = run_once(n, a.args + ([] if seed is None else ["--seed", str(seed)]), a.after_budget)
+            row = run_once(
+                n, a.args + ([] if seed is None else ["--seed", str(seed)]), a.after_budget
+            )
             rows.append(row)
             print(json.dumps({k: v for k, v in row.items() if k != "lines"}), flush=True)
     write(rows, a.out)
@@ -106,9 +131,11 @@ def main() -> None:
 
 def write(rows: list[dict], out: Path | None) -> None:
     """The table (printed), and with ``out`` rows.json and table.md there."""
-    table = ["| other CPU-bound processes | whole command | banner | Ray | warm-up | reference run "
-             "| MLflow (alongside) | budget | study | finished | over budget | best within it | exit |",
-             "|" + "---|" * 13]
+    table = [
+        "| other CPU-bound processes | whole command | banner | Ray | warm-up | reference run "
+        "| MLflow (alongside) | budget | study | finished | over budget | best within it | exit |",
+        "|" + "---|" * 13,
+    ]
     for r in rows:
         cell = lambda v, u=" s": "-" if v is None else f"{v:g}{u}"  # noqa: E731
         table.append(f"| {r['burners']} | {r['total_s']:g} s | {cell(r['first_line_s'])} | "

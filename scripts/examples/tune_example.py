@@ -47,7 +47,8 @@ def main() -> None:
           f"with {best.config}")
     feasible = search.optimizer.best(feasible=True)
     if feasible is not None:
-        print(f"best within the {args.budget:g} s budget: {feasible.value:.4f} with {feasible.config}")
+        print(f"best within the {args.budget:g} s budget: {feasible.value:.4f} with "
+              f"{feasible.config}")
 
 
 if __name__ == "__main__":

@@ -13,7 +13,8 @@ One query per iteration; beta = 1; SE kernel refit by marginal likelihood every 
     fig5a  GP-TS-SDF vs asy-TS vs GP-BTS, Poisson(10), m = 20
     fig5b  the same with every delay fixed at 10, m = 10
 
-How the paper's protocol is mapped onto ``tuner.loop.simulator`` (see docs/research/results/bosdf_synthetic.md):
+How the paper's protocol is mapped onto ``tuner.loop.simulator`` (see
+docs/research/results/bosdf_synthetic.md):
 
 * Delays follow eq. 1: a query s with delay d is available when query s + max(d, 1) is chosen
   (d <= t - s), so d = 0 and d = 1 both mean "known before the next query".  The simulator
@@ -28,7 +29,8 @@ How the paper's protocol is mapped onto ``tuner.loop.simulator`` (see docs/resea
   authors' code records).  ``regret_arrived`` in results.csv counts every result that has
   arrived, also the ones an SDF method discarded as too late.
 
-    python scripts/reproduce/reproduce_bosdf_synthetic.py --runs 30 --T 200 --out docs/research/results/bosdf_synthetic
+    python scripts/reproduce/reproduce_bosdf_synthetic.py --runs 30 --T 200 --out \
+        docs/research/results/bosdf_synthetic
 """
 
 from __future__ import annotations
@@ -131,7 +133,9 @@ def one_run(args: tuple) -> tuple:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--runs", type=int, default=30)
     ap.add_argument("--T", type=int, default=200, help="queries per run (5 initial included)")
     ap.add_argument("--noise", type=float, default=0.0, help="observation noise std")
@@ -173,10 +177,18 @@ def main() -> None:
                 np.savez(f, paper=paper, arrived=arrived)
             if (i + 1) % max(1, len(jobs) // 20) == 0:
                 print(f"{i + 1}/{len(jobs)} runs, {time.perf_counter() - t0:.0f}s", flush=True)
-    curves = {(s[0], s[1]): [np.array([runs[s[2:]][r][j] for r in range(args.runs)]) for j in (0, 1)]
-              for s in settings}
-    write_tables(curves, settings, args, out, float(np.median(seconds)) if seconds else float("nan"),
-                 time.perf_counter() - t0)
+    curves = {
+        (s[0], s[1]): [np.array([runs[s[2:]][r][j] for r in range(args.runs)]) for j in (0, 1)]
+        for s in settings
+    }
+    write_tables(
+        curves,
+        settings,
+        args,
+        out,
+        float(np.median(seconds)) if seconds else float("nan"),
+        time.perf_counter() - t0,
+    )
     plot(curves, out)
 
 
@@ -195,11 +207,24 @@ def write_tables(curves: dict, settings: list, args: argparse.Namespace, out: Pa
         (mp, sp), (ma, sa) = mean_se(paper), mean_se(arrived)
         for t in range(1, args.T + 1):
             if t in marks or t % 5 == 0:
-                rows.append({"figure": fig, "setting": label, "algorithm": algo, "delay": kind,
-                             "delay_value": value, "m": m if algo in SDF else "", "nu_terms": nu if algo in SDF else "",
-                             "T": t, "runs": args.runs, "regret_mean": mp[t - 1], "regret_se": sp[t - 1],
-                             "regret_arrived_mean": ma[t - 1], "regret_arrived_se": sa[t - 1],
-                             "runs_with_result": int(np.sum(np.isfinite(paper[:, t - 1])))})
+                rows.append(
+                    {
+                        "figure": fig,
+                        "setting": label,
+                        "algorithm": algo,
+                        "delay": kind,
+                        "delay_value": value,
+                        "m": m if algo in SDF else "",
+                        "nu_terms": nu if algo in SDF else "",
+                        "T": t,
+                        "runs": args.runs,
+                        "regret_mean": mp[t - 1],
+                        "regret_se": sp[t - 1],
+                        "regret_arrived_mean": ma[t - 1],
+                        "regret_arrived_se": sa[t - 1],
+                        "runs_with_result": int(np.sum(np.isfinite(paper[:, t - 1]))),
+                    }
+                )
     write_table(out / "results.csv", rows)
 
     def cell(mean: float, se: float, k: int) -> str:
@@ -214,28 +239,42 @@ def write_tables(curves: dict, settings: list, args: argparse.Namespace, out: Pa
             if only_sdf and s[2] not in SDF:
                 continue
             by_t = {r["T"]: r for r in rows if r["figure"] == s[0] and r["setting"] == s[1]}
-            lines.append(f"| {s[0]} | {s[1]} | "
-                         + " | ".join(cell(by_t[t][mean_key], by_t[t][se_key],
-                                           by_t[t]["runs_with_result"] if mean_key == "regret_mean" else args.runs)
-                                      for t in marks) + " |")
+            lines.append(
+                f"| {s[0]} | {s[1]} | "
+                + " | ".join(
+                    cell(
+                        by_t[t][mean_key],
+                        by_t[t][se_key],
+                        by_t[t]["runs_with_result"] if mean_key == "regret_mean" else args.runs,
+                    )
+                    for t in marks
+                )
+                + " |"
+            )
         return lines
 
     cmd = "python scripts/reproduce/reproduce_bosdf_synthetic.py " + " ".join(sys.argv[1:])
-    lines = [f"Simple regret, mean ± standard error over {args.runs} runs (one GP sample per run, "
-             f"shared by all settings).  T = number of queries started (5 random initial ones "
-             f"included); noise std {args.noise}.  Command: `{cmd}`.\n",
-             "Converted evaluations only (App. C; for an SDF method, delay <= m).  (n=k): only k runs "
-             "had a converted evaluation by then; the mean is over those k (selection bias).\n",
-             *table("regret_mean", "regret_se", False),
-             "\nSDF methods, counting every result that has arrived (also those discarded as later "
-             "than m):\n",
-             *table("regret_arrived_mean", "regret_arrived_se", True),
-             f"\nRuns stuck (regret still above 0.001 at T = {args.T}, converted evaluations), of "
-             f"{args.runs}: " + "; ".join(
-                 f"{s[0]} {s[1]}: {int(np.sum(curves[(s[0], s[1])][0][:, -1] > 1e-3))}" for s in settings),
-             "" if median_run_s != median_run_s else
-             f"\nmedian wall time of one run: {median_run_s:.1f} s; whole run {total_s / 60:.0f} min "
-             f"({args.workers} processes)."]
+    lines = [
+        f"Simple regret, mean ± standard error over {args.runs} runs (one GP sample per run, "
+        f"shared by all settings).  T = number of queries started (5 random initial ones "
+        f"included); noise std {args.noise}.  Command: `{cmd}`.\n",
+        "Converted evaluations only (App. C; for an SDF method, delay <= m).  (n=k): only k runs "
+        "had a converted evaluation by then; the mean is over those k (selection bias).\n",
+        *table("regret_mean", "regret_se", False),
+        "\nSDF methods, counting every result that has arrived (also those discarded as later "
+        "than m):\n",
+        *table("regret_arrived_mean", "regret_arrived_se", True),
+        f"\nRuns stuck (regret still above 0.001 at T = {args.T}, converted evaluations), of "
+        f"{args.runs}: "
+        + "; ".join(
+            f"{s[0]} {s[1]}: {int(np.sum(curves[(s[0], s[1])][0][:, -1] > 1e-3))}" for s in settings
+        ),
+        ""
+        if median_run_s != median_run_s
+        else f"\nmedian wall time of one run: {median_run_s:.1f} s; whole run {total_s / 60:.0f} "
+             "min "
+        f"({args.workers} processes).",
+    ]
     (out / "results.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
@@ -246,9 +285,14 @@ def plot(curves: dict, out: Path) -> None:
     import matplotlib.pyplot as plt
 
     figs = sorted({f for f, _ in curves})
-    titles = {"fig1a": "GP-UCB-SDF, Poisson(mu), m = 2 mu", "fig1b": "GP-UCB-SDF, Poisson(10)",
-              "fig1c": "UCB-based, Poisson(10), m = 20", "fig1d": "UCB-based, fixed delay 10, m = 10",
-              "fig5a": "TS-based, Poisson(10), m = 20", "fig5b": "TS-based, fixed delay 10, m = 10"}
+    titles = {
+        "fig1a": "GP-UCB-SDF, Poisson(mu), m = 2 mu",
+        "fig1b": "GP-UCB-SDF, Poisson(10)",
+        "fig1c": "UCB-based, Poisson(10), m = 20",
+        "fig1d": "UCB-based, fixed delay 10, m = 10",
+        "fig5a": "TS-based, Poisson(10), m = 20",
+        "fig5b": "TS-based, fixed delay 10, m = 10",
+    }
     cols = min(3, len(figs))
     rows = int(np.ceil(len(figs) / cols))
     fig, axes = plt.subplots(rows, cols, figsize=(4.6 * cols, 3.6 * rows), squeeze=False)

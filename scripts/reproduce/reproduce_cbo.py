@@ -1,10 +1,11 @@
 """Reproduce paper 003 (CBO) §5 / App. F.1, the synthetic setting: CBO-UCB, CBO-TS, CBO-Rand.
 
 X = 100 equally spaced points of [0, 1]; f = sum_{i<=100} a_i k(., x_i), a_i ~ U[-1, 1], SE kernel
-with lengthscale 0.2; g = -f + h with h = B/4 or B/2, B = ||f||_k (tuner.loop.problems.RKHSConstrained;
-a new draw per run).  Noise N(0, 0.1^2) on f and on g (the paper leaves R to "as in the
-unconstrained case").  One query per round, no delay.  As the paper assumes a known kernel, the
-GPs use the true SE kernel (lengthscale 0.2, amplitude 1, lambda = 0.01) without refits.
+with lengthscale 0.2; g = -f + h with h = B/4 or B/2, B = ||f||_k
+(tuner.loop.problems.RKHSConstrained; a new draw per run).  Noise N(0, 0.1^2) on f and on g
+(the paper leaves R to "as in the unconstrained case").  One query per round, no delay.  As the
+paper assumes a known kernel, the GPs use the true SE kernel (lengthscale 0.2, amplitude 1, lambda =
+0.01) without refits.
 beta_t = sqrt(2 log(|X| t^2 pi^2 / (6 delta))) (Srinivas et al. Thm 1) for f and g; CBO with
 B = max |f| over X (the objective range), G = max |g|, rho = 4 B / delta_S with the Slater slack
 delta_S = -min g (003 Thm 1), V = G sqrt(T) / rho.
@@ -14,7 +15,8 @@ The paper runs T = 10,000 rounds and reports the number of violating rounds N (C
 Rand well below UCB).  Here T = 1000 by default (the GP's cost grows with T), with RPOL-UCB on
 the same draws for reference.
 
-    python scripts/reproduce/reproduce_cbo.py --runs 20 --T 1000 --out docs/research/results/constraints
+    python scripts/reproduce/reproduce_cbo.py --runs 20 --T 1000 --out \
+        docs/research/results/constraints
 """
 
 from __future__ import annotations
@@ -23,8 +25,14 @@ import argparse
 import time
 from pathlib import Path
 
-from tuner.bench.constraint_runs import (average_curves, markdown_table, pivot, plot_panels, run_pool,
-                               summarize)
+from tuner.bench.constraint_runs import (
+    average_curves,
+    markdown_table,
+    pivot,
+    plot_panels,
+    run_pool,
+    summarize,
+)
 from tuner.core.persist import write_table
 
 import numpy as np  # noqa: E402
@@ -46,12 +54,30 @@ def one_run(args: tuple) -> tuple:
     lo, hi = float(p.f_values.min()), float(p.f_values.max())
     B, G = max(abs(lo), abs(hi)), float(np.abs(p.g_values).max())
     slack = max(-float(p.g_values.min()), 1e-3)
-    opts = {"rho": 4 * B / slack, "horizon": T, "clip_f": B, "clip_g": G} if handler == "cbo" else {}
-    opt = Optimizer(p.space, Settings.from_dict({
-        **PAPER_EXACT, "algorithm": algo, "objective_bounds": (lo, hi), "constraints": [p.constraint],
-        "constraint_handler": handler, "handler_options": opts, "beta_schedule": "srinivas-finite",
-        "delta": 0.1, "lengthscale": 0.2, "amplitude": 1.0, "noise": 0.01, "refit_every": 10 ** 9,
-        "seed": run}), domain=p.grid[:, None])
+    opts = (
+        {"rho": 4 * B / slack, "horizon": T, "clip_f": B, "clip_g": G} if handler == "cbo" else {}
+    )
+    opt = Optimizer(
+        p.space,
+        Settings.from_dict(
+            {
+                **PAPER_EXACT,
+                "algorithm": algo,
+                "objective_bounds": (lo, hi),
+                "constraints": [p.constraint],
+                "constraint_handler": handler,
+                "handler_options": opts,
+                "beta_schedule": "srinivas-finite",
+                "delta": 0.1,
+                "lengthscale": 0.2,
+                "amplitude": 1.0,
+                "noise": 0.01,
+                "refit_every": 10**9,
+                "seed": run,
+            }
+        ),
+        domain=p.grid[:, None],
+    )
     t0 = time.perf_counter()
     res = simulate(opt, p, Fixed(0), T, noise_std=NOISE, metric_noise=NOISE, seed=10_000 + run)
     curves = average_curves(res.f_true, res.g_true(0), p.f_opt)
@@ -60,7 +86,9 @@ def one_run(args: tuple) -> tuple:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--T", type=int, default=1000)
     ap.add_argument("--workers", type=int, default=2)

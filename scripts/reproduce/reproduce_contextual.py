@@ -34,7 +34,8 @@ Candidate sets are cut to 256 Sobol points + 32 local ones for every method (the
 paths; Thompson draws on 1 152 candidates at n = 600 would take a minute per run).
 
     python scripts/reproduce/reproduce_contextual.py --dataset digits --runs 10 \
-        --out docs/research/results/contextual/digits          # add --defaults for the product settings
+        # add --defaults for the product settings
+        --out docs/research/results/contextual/digits
 """
 
 from __future__ import annotations
@@ -73,47 +74,59 @@ def table_path(dataset: str) -> Path:
 N_SUBSETS, PER_TASK, DELAY_MEAN, WINDOW = 20, 30, 3.0, 6
 NO_WARP = {**FLOOR, "output_warp": "none"}
 # UCB and TS, contextual (with a level of each context) and the context ignored
-FOUR = (("cgp-ucb-level-mean", "gp-ucb-sdf", "context-level-mean"), ("gp-ucb-sdf", "gp-ucb-sdf", "ignore"),
-        ("cgp-ts-level-mean", "gp-ts-sdf", "context-level-mean"), ("gp-ts-sdf", "gp-ts-sdf", "ignore"))
-METHODS = {"cgp-ucb-sdf": ("gp-ucb-sdf", "context"), "gp-ucb-sdf": ("gp-ucb-sdf", "ignore"),
-           "restart-ucb": ("gp-ucb-sdf", "restart"), "cgp-ts-sdf": ("gp-ts-sdf", "context"),
-           "gp-ts-sdf": ("gp-ts-sdf", "ignore"), "restart-ts": ("gp-ts-sdf", "restart"),
-           # peers: a new Optuna study per task, warm-started with add_trials of every result of
-           # the earlier tasks (what Optuna's users do); not in the default --methods
-           "optuna-tpe-warm": ("tpe", "optuna"), "optuna-gp-warm": ("gp", "optuna"),
-           # the shared-context kernel k_x (w + (1 - w) k_z) (``context_kernel: shared``)
-           "cgp-ucb-shared": ("gp-ucb-sdf", "context-shared"),
-           "cgp-ts-shared": ("gp-ts-sdf", "context-shared"),
-           # the same, with the posterior mean (no exploration) at a context until its first result
-           "cgp-ucb-shared-mean": ("gp-ucb-sdf", "context-shared-mean"),
-           # and a level of each context (``context_kernel: shared-level``)
-           "cgp-ucb-level-mean": ("gp-ucb-sdf", "context-level-mean"),
-           "cgp-ucb-level": ("gp-ucb-sdf", "context-level"),        # UCB at a new context too
-           "cgp-ts-level-mean": ("gp-ts-sdf", "context-level-mean"),
-           # log EI on the censored GP (``algorithm: gp-ei-sdf``): contextual with the level,
-           # the posterior mean or log EI at a new context, and the context ignored
-           "cgp-ei-level-mean": ("gp-ei-sdf", "context-level-mean"),
-           "cgp-ei-level": ("gp-ei-sdf", "context-level"),
-           "gp-ei-sdf": ("gp-ei-sdf", "ignore"),
-           # the results warped by rank (``output_warp: copula``), contextual and context ignored
-           "cgp-ucb-level-mean-copula": ("gp-ucb-sdf", "context-level-mean", {"output_warp": "copula"}),
-           "gp-ucb-sdf-copula": ("gp-ucb-sdf", "ignore", {"output_warp": "copula"}),
-           # and with the Matern kernel (a study's defaults of 2026-11-26)
-           "cgp-ucb-level-mean-copula-matern": ("gp-ucb-sdf", "context-level-mean", COPULA_MATERN),
-           "gp-ucb-sdf-copula-matern": ("gp-ucb-sdf", "ignore", COPULA_MATERN),
-           "cgp-ts-level-mean-copula-matern": ("gp-ts-sdf", "context-level-mean", COPULA_MATERN),
-           "gp-ts-sdf-copula-matern": ("gp-ts-sdf", "ignore", COPULA_MATERN),
-           # and a floor on the objective GP's noise: a study's defaults of 2026-11-27
-           "cgp-ucb-level-mean-copula-matern-floor": ("gp-ucb-sdf", "context-level-mean", FLOOR),
-           "gp-ucb-sdf-copula-matern-floor": ("gp-ucb-sdf", "ignore", FLOOR),
-           "cgp-ts-level-mean-copula-matern-floor": ("gp-ts-sdf", "context-level-mean", FLOOR),
-           "gp-ts-sdf-copula-matern-floor": ("gp-ts-sdf", "ignore", FLOOR),
-           # a study's defaults as they are now (``study_optimizer_defaults``: TS with a context
-           # without the rank warp)
-           **{f"{name}-study": (algorithm, kind, study_optimizer_defaults(algorithm, kind != "ignore"))
-              for name, algorithm, kind in FOUR},
-           # a study's defaults without the rank warp (Matern and the noise floor kept)
-           **{f"{name}-study-nowarp": (algorithm, kind, NO_WARP) for name, algorithm, kind in FOUR}}
+FOUR = (
+    ("cgp-ucb-level-mean", "gp-ucb-sdf", "context-level-mean"),
+    ("gp-ucb-sdf", "gp-ucb-sdf", "ignore"),
+    ("cgp-ts-level-mean", "gp-ts-sdf", "context-level-mean"),
+    ("gp-ts-sdf", "gp-ts-sdf", "ignore"),
+)
+METHODS = {
+    "cgp-ucb-sdf": ("gp-ucb-sdf", "context"),
+    "gp-ucb-sdf": ("gp-ucb-sdf", "ignore"),
+    "restart-ucb": ("gp-ucb-sdf", "restart"),
+    "cgp-ts-sdf": ("gp-ts-sdf", "context"),
+    "gp-ts-sdf": ("gp-ts-sdf", "ignore"),
+    "restart-ts": ("gp-ts-sdf", "restart"),
+    # peers: a new Optuna study per task, warm-started with add_trials of every result of
+    # the earlier tasks (what Optuna's users do); not in the default --methods
+    "optuna-tpe-warm": ("tpe", "optuna"),
+    "optuna-gp-warm": ("gp", "optuna"),
+    # the shared-context kernel k_x (w + (1 - w) k_z) (``context_kernel: shared``)
+    "cgp-ucb-shared": ("gp-ucb-sdf", "context-shared"),
+    "cgp-ts-shared": ("gp-ts-sdf", "context-shared"),
+    # the same, with the posterior mean (no exploration) at a context until its first result
+    "cgp-ucb-shared-mean": ("gp-ucb-sdf", "context-shared-mean"),
+    # and a level of each context (``context_kernel: shared-level``)
+    "cgp-ucb-level-mean": ("gp-ucb-sdf", "context-level-mean"),
+    "cgp-ucb-level": ("gp-ucb-sdf", "context-level"),  # UCB at a new context too
+    "cgp-ts-level-mean": ("gp-ts-sdf", "context-level-mean"),
+    # log EI on the censored GP (``algorithm: gp-ei-sdf``): contextual with the level,
+    # the posterior mean or log EI at a new context, and the context ignored
+    "cgp-ei-level-mean": ("gp-ei-sdf", "context-level-mean"),
+    "cgp-ei-level": ("gp-ei-sdf", "context-level"),
+    "gp-ei-sdf": ("gp-ei-sdf", "ignore"),
+    # the results warped by rank (``output_warp: copula``), contextual and context ignored
+    "cgp-ucb-level-mean-copula": ("gp-ucb-sdf", "context-level-mean", {"output_warp": "copula"}),
+    "gp-ucb-sdf-copula": ("gp-ucb-sdf", "ignore", {"output_warp": "copula"}),
+    # and with the Matern kernel (a study's defaults of 2026-11-26)
+    "cgp-ucb-level-mean-copula-matern": ("gp-ucb-sdf", "context-level-mean", COPULA_MATERN),
+    "gp-ucb-sdf-copula-matern": ("gp-ucb-sdf", "ignore", COPULA_MATERN),
+    "cgp-ts-level-mean-copula-matern": ("gp-ts-sdf", "context-level-mean", COPULA_MATERN),
+    "gp-ts-sdf-copula-matern": ("gp-ts-sdf", "ignore", COPULA_MATERN),
+    # and a floor on the objective GP's noise: a study's defaults of 2026-11-27
+    "cgp-ucb-level-mean-copula-matern-floor": ("gp-ucb-sdf", "context-level-mean", FLOOR),
+    "gp-ucb-sdf-copula-matern-floor": ("gp-ucb-sdf", "ignore", FLOOR),
+    "cgp-ts-level-mean-copula-matern-floor": ("gp-ts-sdf", "context-level-mean", FLOOR),
+    "gp-ts-sdf-copula-matern-floor": ("gp-ts-sdf", "ignore", FLOOR),
+    # a study's defaults as they are now (``study_optimizer_defaults``: TS with a context
+    # without the rank warp)
+    **{
+        f"{name}-study": (algorithm, kind, study_optimizer_defaults(algorithm, kind != "ignore"))
+        for name, algorithm, kind in FOUR
+    },
+    # a study's defaults without the rank warp (Matern and the noise floor kept)
+    **{f"{name}-study-nowarp": (algorithm, kind, NO_WARP) for name, algorithm, kind in FOUR},
+}
 PAPER_METHODS = [m for m in METHODS if not m.startswith("optuna") and "shared" not in m
                  and "level" not in m]
 SETTINGS = {**PAPER_EXACT, "window": float(WINDOW), "nu_terms": "window", "beta": 1.0,
@@ -232,7 +245,8 @@ def one_run(job: tuple[str, int, bool, str]) -> tuple[str, int, np.ndarray, floa
     T = len(tasks.contexts) * PER_TASK
     delays = np.maximum(rng.poisson(DELAY_MEAN, T), 1)   # query s's result is known at s + d
     regret = np.zeros(T)
-    pending: list[tuple[int, int, float, int, dict]] = []   # (arrival, trial id, value, epoch, config)
+    # (arrival, trial id, value, epoch, config)
+    pending: list[tuple[int, int, float, int, dict]] = []
     history: list[tuple[dict, float]] = []                  # every result delivered so far
     opt, epoch = None, -1
     t0 = time.perf_counter()
@@ -272,8 +286,12 @@ class OptunaWarm:
         s = (optuna.samplers.TPESampler(constant_liar=True, seed=seed) if sampler == "tpe"
              else optuna.samplers.GPSampler(seed=seed))
         self.study = optuna.create_study(direction="maximize", sampler=s)
-        self.study.add_trials([optuna.trial.create_trial(params=c, distributions=self.dists, value=v)
-                               for c, v in earlier])
+        self.study.add_trials(
+            [
+                optuna.trial.create_trial(params=c, distributions=self.dists, value=v)
+                for c, v in earlier
+            ]
+        )
         self.live: dict[int, Any] = {}
 
     def suggest(self) -> Any:
@@ -291,9 +309,12 @@ def _make(tasks: Tasks, algorithm: str, kind: str, seed: int, product: bool,
                 "context_kernel": ("shared-level" if kind.startswith("context-level") else
                                    "shared" if kind.startswith("context-shared") else "product"),
                 "new_context": "mean" if kind.endswith("-mean") else "ucb", **(extra or {})}
-    return Optimizer(tasks.space, Settings.from_dict({**settings, "algorithm": algorithm, "seed": seed}),
-                     clock=SimClock(),
-                     context_space=tasks.context_space if kind.startswith("context") else None)
+    return Optimizer(
+        tasks.space,
+        Settings.from_dict({**settings, "algorithm": algorithm, "seed": seed}),
+        clock=SimClock(),
+        context_space=tasks.context_space if kind.startswith("context") else None,
+    )
 
 
 def add_variant(name: str, extra: dict) -> None:
@@ -305,12 +326,14 @@ def add_variant(name: str, extra: dict) -> None:
 
 def main() -> None:
     pre = argparse.ArgumentParser(add_help=False)
-    pre.add_argument("--variant", action="append", default=[], help="NAME=JSON settings (repeatable)")
+    pre.add_argument("--variant", action="append", default=[], help="NAME=JSON settings "
+                                                                    "(repeatable)")
     for spec in pre.parse_known_args()[0].variant:
         name, _, extra = spec.partition("=")
         add_variant(name, json.loads(extra))
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
-                                 parents=[pre])
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter, parents=[pre]
+    )
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--methods", nargs="*", default=PAPER_METHODS, choices=list(METHODS))
     ap.add_argument("--workers", type=int, default=2, help="processes")
@@ -334,8 +357,10 @@ def main() -> None:
             curves[method].append(np.cumsum(regret))
             regrets[method].append(regret)
             seconds.append(sec)
-            print(f"{method} run {run}: cumulative regret {curves[method][-1][-1]:.2f} ({sec:.0f} s)",
-                  flush=True)
+            print(
+                f"{method} run {run}: cumulative regret {curves[method][-1][-1]:.2f} ({sec:.0f} s)",
+                flush=True,
+            )
     write_results(out, curves, args.runs, float(np.median(seconds)), args)
     write_retune(out, regrets, load_tasks(args.dataset).best)
 
@@ -383,14 +408,19 @@ def write_results(out: Path, curves: dict[str, list[np.ndarray]], runs: int, med
         for m, cs in curves.items():
             for r, c in enumerate(cs):
                 w.writerow([m, r, *[f"{c[k - 1]:.4f}" for k in marks]])
-    lines = ["# Paper 001 Fig. 4: contextual GP bandits", "",
-             f"Cumulative regret (mean ± s.e. over {runs} runs; "
-             f"{'the 5 MLP tables' if args.dataset == 'multitask' else '20 growing subsets of ' + args.dataset}"
-             f" x 30 queries, Poisson(3) delays, m = 6; "
-             f"{'product default' if args.defaults else 'paper-exact'} settings). Median wall time "
-             f"of one run: {median_s:.0f} s.", "",
-             "| method | " + " | ".join(f"T = {m}" for m in marks) + " |",
-             "|---|" + "---|" * len(marks)]
+    lines = [
+        "# Paper 001 Fig. 4: contextual GP bandits",
+        "",
+        f"Cumulative regret (mean ± s.e. over {runs} runs; "
+        + ("the 5 MLP tables" if args.dataset == "multitask"
+           else "20 growing subsets of " + args.dataset) +
+        f" x 30 queries, Poisson(3) delays, m = 6; "
+        f"{'product default' if args.defaults else 'paper-exact'} settings). Median wall time "
+        f"of one run: {median_s:.0f} s.",
+        "",
+        "| method | " + " | ".join(f"T = {m}" for m in marks) + " |",
+        "|---|" + "---|" * len(marks),
+    ]
     for m, cs in curves.items():
         A = np.array(cs)
         cells = [f"{mu:.2f} ± {se:.2f}" for mu, se in (mean_se(A[:, k - 1]) for k in marks)]

@@ -1,7 +1,8 @@
 """Paper 001 (BO-SDF) §6.2, Figs. 2-3, App. C.2: hyperparameter tuning of SVM, LR and CNN under
 stochastic and fixed delays, replayed on the lookup tables of ``tuner.bench.build_tables``.
 
-    python scripts/reproduce/reproduce_paper001_hpo.py [--runs N] [--T 105] [--quick] [--out DIR] [--cache DIR]
+    python scripts/reproduce/reproduce_paper001_hpo.py [--runs N] [--T 105] [--quick] [--out \
+        DIR] [--cache DIR]
 
 Objective: validation accuracy from the table at the grid point nearest to the proposed
 configuration (``LookupTable.nearest``, unit-cube distance); the optimizers search the
@@ -99,7 +100,9 @@ def _job(args: tuple) -> tuple:
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--runs", type=int, default=20, help="seeds per (table, delay, algorithm)")
     ap.add_argument("--T", type=int, default=105, help="queries per run, 5 random initial included")
     ap.add_argument("--quick", action="store_true", help="2 runs, T = 30 (a smoke run)")
@@ -118,10 +121,14 @@ def main(argv: list[str] | None = None) -> None:
         args.runs, args.T = min(args.runs, 2), min(args.T, 30)
     split = lambda s: [x.strip() for x in s.split(",") if x.strip()]    # noqa: E731
     algorithms = [a for g in GROUPS.values() for a in g]
-    for given, allowed, what in ((args.tables, NAMES, "tables"), (args.delays, list(DELAYS), "delays"),
-                                 (args.algorithms, algorithms, "algorithms")):
+    for given, allowed, what in (
+        (args.tables, NAMES, "tables"),
+        (args.delays, list(DELAYS), "delays"),
+        (args.algorithms, algorithms, "algorithms"),
+    ):
         if set(split(given)) - set(allowed):
-            ap.error(f"--{what}: unknown {sorted(set(split(given)) - set(allowed))}; allowed: {list(allowed)}")
+            ap.error(f"--{what}: unknown {sorted(set(split(given)) - set(allowed))}; allowed: "
+                     f"{list(allowed)}")
     keys = [(t, d, a) for t in split(args.tables) for d in split(args.delays)
             for a in split(args.algorithms)]
     curves: dict[tuple, dict[int, tuple[np.ndarray, int]]] = {}
@@ -183,16 +190,22 @@ def write_tables(R: dict, keys: list[tuple], args: argparse.Namespace, median_ru
         if not np.isfinite(r["regret_mean"]):
             return "–"
         k = r["runs_with_result"]
-        return f"{r['regret_mean']:.4f} ± {r['regret_se']:.4f}" + ("" if k == args.runs else f" (n={k})")
+        return f"{r['regret_mean']:.4f} ± {r['regret_se']:.4f}" + (
+            "" if k == args.runs else f" (n={k})"
+        )
 
     by = {(r["table"], r["delay"], r["algorithm"], r["T"]): r for r in rows}
-    lines = [f"Simple regret (f* - best accuracy completed), mean ± standard error over {args.runs} "
-             f"runs; T = queries started ({N_INITIAL} random initial ones included).  Poisson: "
-             f"delays ~ Poisson(10), m = 20; fixed: every delay 10, m = 10.  solved = runs at "
-             f"regret 0 at T = {args.T}; distinct = grid points evaluated (mean).  Command: `{args.command}`.\n",
-             "| table | delay | algorithm | " + " | ".join(f"T={t}" for t in marks)
-             + " | solved | distinct |",
-             "|---|---|---|" + "---|" * (len(marks) + 2)]
+    lines = [
+        f"Simple regret (f* - best accuracy completed), mean ± standard error over {args.runs} "
+        f"runs; T = queries started ({N_INITIAL} random initial ones included).  Poisson: "
+        f"delays ~ Poisson(10), m = 20; fixed: every delay 10, m = 10.  solved = runs at "
+        f"regret 0 at T = {args.T}; distinct = grid points evaluated (mean).  Command: "
+        f"`{args.command}`.\n",
+        "| table | delay | algorithm | "
+        + " | ".join(f"T={t}" for t in marks)
+        + " | solved | distinct |",
+        "|---|---|---|" + "---|" * (len(marks) + 2),
+    ]
     for key in keys:
         last = by[(*key, args.T)]
         lines.append(f"| {key[0]} | {key[1]} | {key[2]} | "
@@ -215,11 +228,14 @@ def paired_summary(R: dict, keys: list[tuple], T: int, start: int = 11) -> list[
             warnings.simplefilter("ignore", RuntimeWarning)
             return np.nanmean(R[key][0][:, start - 1:T], axis=1)
 
-    lines = [f"Paired by seed, the SDF method against each baseline: mean regret over T = {start}..{T} "
-             f"(area under the curve) and regret at T = {T}; W/T/L = seeds where the SDF method is "
-             f"lower / equal / higher.\n",
-             "| table | delay | SDF method | its mean regret | baseline | baseline's | W/T/L | "
-             "final W/T/L |", "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        f"Paired by seed, the SDF method against each baseline: mean regret over T = {start}..{T} "
+        f"(area under the curve) and regret at T = {T}; W/T/L = seeds where the SDF method is "
+        f"lower / equal / higher.\n",
+        "| table | delay | SDF method | its mean regret | baseline | baseline's | W/T/L | "
+        "final W/T/L |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for table, delay in dict.fromkeys(k[:2] for k in keys):
         for sdf, *baselines in GROUPS.values():
             if (table, delay, sdf) not in R:
@@ -230,9 +246,12 @@ def paired_summary(R: dict, keys: list[tuple], T: int, start: int = 11) -> list[
                     continue
                 b, fb = auc((table, delay, base)), R[(table, delay, base)][0][:, T - 1]
                 wtl = lambda x, y: f"{np.sum(x < y)}/{np.sum(x == y)}/{np.sum(x > y)}"  # noqa: E731
-                lines.append(f"| {table} | {delay} | {sdf} | {a.mean():.4f} ± {a.std() / np.sqrt(len(a)):.4f} "
-                             f"| {base} | {b.mean():.4f} ± {b.std() / np.sqrt(len(b)):.4f} | "
-                             f"{wtl(a, b)} | {wtl(fa, fb)} |")
+                lines.append(
+                    f"| {table} | {delay} | {sdf} | {a.mean():.4f} ± "
+                    f"{a.std() / np.sqrt(len(a)):.4f} "
+                    f"| {base} | {b.mean():.4f} ± {b.std() / np.sqrt(len(b)):.4f} | "
+                    f"{wtl(a, b)} | {wtl(fa, fb)} |"
+                )
     return lines
 
 
@@ -244,11 +263,15 @@ def plot(R: dict, keys: list[tuple], out: Path) -> None:
 
     for table in dict.fromkeys(k[0] for k in keys):
         for delay in dict.fromkeys(k[1] for k in keys):
-            groups = [(g, [a for a in algos if (table, delay, a) in R]) for g, algos in GROUPS.items()]
+            groups = [
+                (g, [a for a in algos if (table, delay, a) in R]) for g, algos in GROUPS.items()
+            ]
             groups = [(g, a) for g, a in groups if a]
             if not groups:
                 continue
-            fig, axes = plt.subplots(1, len(groups), figsize=(4.8 * len(groups), 3.6), squeeze=False)
+            fig, axes = plt.subplots(
+                1, len(groups), figsize=(4.8 * len(groups), 3.6), squeeze=False
+            )
             for ax, (group, algos) in zip(axes[0], groups):
                 for algo in algos:
                     regret = R[(table, delay, algo)][0]
@@ -260,7 +283,11 @@ def plot(R: dict, keys: list[tuple], out: Path) -> None:
                     ax.plot(t, np.where(full, np.nan, mean), color=line.get_color(), ls=":", lw=0.8)
                     ax.fill_between(t, mean - se, mean + se, alpha=0.2, color=line.get_color())
                 kind, value, m = DELAYS[delay]
-                what = f"Poisson({value}), m = {m}" if kind == "poisson" else f"fixed delay {value}, m = {m}"
+                what = (
+                    f"Poisson({value}), m = {m}"
+                    if kind == "poisson"
+                    else f"fixed delay {value}, m = {m}"
+                )
                 ax.set_title(f"{table} ({PAPER_FIG.get(table, '')}): {group.upper()}-based, {what}",
                              fontsize=9)
                 ax.set_xlabel("T (queries started)")

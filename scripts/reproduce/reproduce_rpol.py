@@ -18,11 +18,13 @@ R(t)/t = sum (f* - f(x_s)) / t and V(t)/t = sum g^+(x_s) / t (004 eqs. 9-10).
 
 Every method: SE-ARD GP on the unit cube, marginal-likelihood refit every 10 results, beta = 1
 for f and g, 512 Sobol + 64 local candidates and one L-BFGS-B refinement per round (for speed;
-the same for every method), objective bounds [-7, 1] (the GP's [0, 1] targets; the handlers see f on its own
+the same for every method), objective bounds [-7, 1] (the GP's [0, 1] targets; the handlers see f on
+its own
 scale).  CBO: B = 7 (the bound on |f|), G = 2 (on |g|), rho = 4 B / delta with Slater slack
 delta = 0.05 (003 Thm 1: rho >= 4B/delta; -min g = 0.05), V = G sqrt(T) / rho.
 
-    python scripts/reproduce/reproduce_rpol.py --runs 20 --T 300 --out docs/research/results/constraints
+    python scripts/reproduce/reproduce_rpol.py --runs 20 --T 300 --out \
+        docs/research/results/constraints
     python scripts/reproduce/reproduce_rpol.py --runs 20 --T 300 --figs fig2-ablation \
         --out docs/research/results/constraints/ablation
 """
@@ -34,8 +36,14 @@ import json
 import time
 from pathlib import Path
 
-from tuner.bench.constraint_runs import (average_curves, markdown_table, pivot, plot_panels, run_pool,
-                               summarize)
+from tuner.bench.constraint_runs import (
+    average_curves,
+    markdown_table,
+    pivot,
+    plot_panels,
+    run_pool,
+    summarize,
+)
 from tuner.core.persist import write_table
 
 import numpy as np  # noqa: E402  (tuner.bench.constraint_runs sets the BLAS threads first)
@@ -56,27 +64,54 @@ def methods(T: int) -> dict[str, dict]:
     return {
         "RPOL-UCB": {"algorithm": "gp-ucb", "constraint_handler": "rpol"},
         "RPOL-CensoredUCB": {"algorithm": "gp-ucb-sdf", "constraint_handler": "rpol", "window": 30},
-        "RPOL-CensoredUCB b_c=0": {"algorithm": "gp-ucb-sdf", "constraint_handler": "rpol",
-                                   "window": 30, "b_c": 0.0},
-        "RPOL-CensoredUCB b_y=b_c=0": {"algorithm": "gp-ucb-sdf", "constraint_handler": "rpol",
-                                       "window": 30, "b_c": 0.0, "b_y": 0.0},
+        "RPOL-CensoredUCB b_c=0": {
+            "algorithm": "gp-ucb-sdf",
+            "constraint_handler": "rpol",
+            "window": 30,
+            "b_c": 0.0,
+        },
+        "RPOL-CensoredUCB b_y=b_c=0": {
+            "algorithm": "gp-ucb-sdf",
+            "constraint_handler": "rpol",
+            "window": 30,
+            "b_c": 0.0,
+            "b_y": 0.0,
+        },
         "CBO-UCB": {"algorithm": "gp-ucb", **cbo},
-        "Penalty-Alg2": {"algorithm": "gp-ucb", "constraint_handler": "penalty",
-                         "handler_options": {"update": "multiplicative", "psi": "exp", "epoch": 20}},
-        "Penalty-Alg3": {"algorithm": "gp-ucb", "constraint_handler": "penalty",
-                         "handler_options": {"update": "additive", "step": 0.5, "epoch": 20}},
+        "Penalty-Alg2": {
+            "algorithm": "gp-ucb",
+            "constraint_handler": "penalty",
+            "handler_options": {"update": "multiplicative", "psi": "exp", "epoch": 20},
+        },
+        "Penalty-Alg3": {
+            "algorithm": "gp-ucb",
+            "constraint_handler": "penalty",
+            "handler_options": {"update": "additive", "step": 0.5, "epoch": 20},
+        },
     }
 
 
 # (figure, method, delay mean or None, f noise, g noise)
 def settings(T: int) -> list[tuple]:
-    return ([("fig1", m, None, PAPER_NOISE, PAPER_NOISE) for m in ("RPOL-UCB", "CBO-UCB")]
-            + [("fig2", m, 15, PAPER_NOISE, PAPER_NOISE)
-               for m in ("RPOL-CensoredUCB", "RPOL-UCB", "CBO-UCB")]
-            + [("fig2-ablation", m, 15, PAPER_NOISE, PAPER_NOISE)
-               for m in ("RPOL-CensoredUCB b_c=0", "RPOL-CensoredUCB b_y=b_c=0")]
-            + [("e1-noiseless", m, None, E1_NOISE, 0.0) for m in ("Penalty-Alg2", "RPOL-UCB", "CBO-UCB")]
-            + [("e1-noisy", m, None, E1_NOISE, E1_NOISE) for m in ("Penalty-Alg3", "RPOL-UCB", "CBO-UCB")])
+    return (
+        [("fig1", m, None, PAPER_NOISE, PAPER_NOISE) for m in ("RPOL-UCB", "CBO-UCB")]
+        + [
+            ("fig2", m, 15, PAPER_NOISE, PAPER_NOISE)
+            for m in ("RPOL-CensoredUCB", "RPOL-UCB", "CBO-UCB")
+        ]
+        + [
+            ("fig2-ablation", m, 15, PAPER_NOISE, PAPER_NOISE)
+            for m in ("RPOL-CensoredUCB b_c=0", "RPOL-CensoredUCB b_y=b_c=0")
+        ]
+        + [
+            ("e1-noiseless", m, None, E1_NOISE, 0.0)
+            for m in ("Penalty-Alg2", "RPOL-UCB", "CBO-UCB")
+        ]
+        + [
+            ("e1-noisy", m, None, E1_NOISE, E1_NOISE)
+            for m in ("Penalty-Alg3", "RPOL-UCB", "CBO-UCB")
+        ]
+    )
 
 
 def one_run(args: tuple) -> tuple:
@@ -95,16 +130,21 @@ def one_run(args: tuple) -> tuple:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--T", type=int, default=300)
-    ap.add_argument("--figs", nargs="*", default=None, help="subset of fig1 fig2 fig2-ablation e1-noiseless e1-noisy")
+    ap.add_argument("--figs", nargs="*", default=None, help="subset of fig1 fig2 fig2-ablation "
+                                                            "e1-noiseless e1-noisy")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--out", default="docs/research/results/constraints")
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    chosen = [s for s in settings(args.T) if (s[0] in args.figs if args.figs else s[0] != "fig2-ablation")]
+    chosen = [
+        s for s in settings(args.T) if (s[0] in args.figs if args.figs else s[0] != "fig2-ablation")
+    ]
     jobs = [(s, r, args.T) for s in chosen for r in range(args.runs)]
     results = run_pool(one_run, jobs, args.workers)
 
@@ -114,8 +154,10 @@ def main() -> None:
         labels = list(dict.fromkeys(r[1] for r in per))
         curves = {k: {m: [r[3][k] for r in per if r[1] == m] for m in labels}
                   for k in ("R/t", "V/t", "softV/t", "violations")}
-        np.savez_compressed(out / f"rpol_{fig}_curves.npz", **{f"{k}|{m}": np.vstack(v)
-                                                              for k, c in curves.items() for m, v in c.items()})
+        np.savez_compressed(
+            out / f"rpol_{fig}_curves.npz",
+            **{f"{k}|{m}": np.vstack(v) for k, c in curves.items() for m, v in c.items()},
+        )
         plot_panels([("R(t)/t", curves["R/t"]), ("V(t)/t", curves["V/t"])],
                     f"{fig}: f = -sin x1 - x2, g = sin x1 sin x2 + 0.95 ({args.runs} runs, "
                     "mean and 25-75 %)", out / f"rpol_{fig}.png", yscale=["symlog", "log"])
@@ -125,13 +167,20 @@ def main() -> None:
             rows += [{"figure": fig, "metric": k, **r} for r in summary]
             md += [f"\n### {fig}: {k}\n", markdown_table(pivot(summary, k, marks),
                                                            ["method"] + [f"t={t}" for t in marks])]
-        best = [{"method": m, "best feasible f": f"{np.nanmean([r[4] for r in per if r[1] == m]):.3f}",
-                 "runs without a feasible x": sum(np.isnan(r[4]) for r in per if r[1] == m)}
-                for m in labels]
+        best = [
+            {
+                "method": m,
+                "best feasible f": f"{np.nanmean([r[4] for r in per if r[1] == m]):.3f}",
+                "runs without a feasible x": sum(np.isnan(r[4]) for r in per if r[1] == m),
+            }
+            for m in labels
+        ]
         seconds = [r[5] for r in per]
-        md += [f"\n{fig}: best feasible f among the chosen x_t (f* = {SinConstrained().f_opt:.4f})\n",
-               markdown_table(best, ["method", "best feasible f", "runs without a feasible x"]),
-               f"\nseconds per run: mean {np.mean(seconds):.1f}, max {np.max(seconds):.1f}\n"]
+        md += [
+            f"\n{fig}: best feasible f among the chosen x_t (f* = {SinConstrained().f_opt:.4f})\n",
+            markdown_table(best, ["method", "best feasible f", "runs without a feasible x"]),
+            f"\nseconds per run: mean {np.mean(seconds):.1f}, max {np.max(seconds):.1f}\n",
+        ]
         write_table(out / f"rpol_{fig}.csv", rows)
         (out / f"rpol_{fig}.md").write_text("\n".join(md) + "\n")
         print("\n".join(md))

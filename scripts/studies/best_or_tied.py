@@ -15,14 +15,15 @@ how many of them, and of the leads, stand out from the seeds' spread.  Nothing c
 many pairs tested, nor for the several peers tested per loss: at p < 0.05 over 45 pairs more
 than two such losses are expected by chance alone.
 
-    python scripts/studies/best_or_tied.py docs/research/results/compare/runs.csv docs/research/results/recorded/runs.csv \
+    python scripts/studies/best_or_tied.py docs/research/results/compare/runs.csv \
+        docs/research/results/recorded/runs.csv \
         RUNS.csv --candidates tuner default-copula --seeds 10
 
 ``--table`` prints every method's medians per problem, the comparison in full.
 ``--peers optuna-gp --problems ...`` asks whether a candidate is behind `GPSampler` at any
-horizon on the given problems; ``--budget`` adds the budget check: on every constrained (problem, W), at
-most half the trials over the limit of the peer with the best median score at H, at an equal or
-better score (a tie as above).
+horizon on the given problems; ``--budget`` adds the budget check: on every constrained (problem,
+W), at most half the trials over the limit of the peer with the best median score at H, at an equal
+or better score (a tie as above).
 """
 from __future__ import annotations
 
@@ -40,8 +41,11 @@ from tuner.bench.report import _winner, fmt, headline, load_runs, median_best
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("runs", nargs="+", help="runs.csv files; FILE:OLD=NEW reads FILE's method OLD as NEW")
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("runs", nargs="+", help="runs.csv files; FILE:OLD=NEW reads FILE's method OLD "
+                                            "as NEW")
     ap.add_argument("--candidates", nargs="+", required=True)
     ap.add_argument("--seeds", type=int, default=10, help="use seeds 0 .. N-1 of every method")
     ap.add_argument("--workers", type=int, nargs="*", help="only these W")
@@ -64,7 +68,9 @@ def main() -> None:
             ap.error(f"{path}: no such runs file")
         for (p, w, m), rows in load_runs(Path(path)).items():
             if args.problems is None or p in args.problems:
-                cells[(p, w, new if alias and m == old else m)] = [r for r in rows if r["seed"] < args.seeds]
+                cells[(p, w, new if alias and m == old else m)] = [
+                    r for r in rows if r["seed"] < args.seeds
+                ]
     print("| candidate | best or tied vs every peer | losses (problem, W, at: best peer) "
           "| losses beyond the seeds' spread | leads beyond it |\n|---|---|---|---|---|")
     for cand in args.candidates:
@@ -93,7 +99,9 @@ def main() -> None:
                     if pval < args.alpha:
                         borne.append(f"{p} W={w} {q:g} ({by}, p = {pval:.2g})")
                 else:
-                    leads += max(beyond_spread(rows, cells[(p, w, c)], q) for c in peers) < args.alpha
+                    leads += (
+                        max(beyond_spread(rows, cells[(p, w, c)], q) for c in peers) < args.alpha
+                    )
         losses = "; ".join(f"{k} ({', '.join(v)})" for k, v in lost.items())
         print(f"| {cand} | {ok}/{total} ({100 * ok / max(total, 1):.0f} %) | {losses} "
               f"| {len(borne)}: {'; '.join(borne) or 'none'} | {leads} of {total} |")
@@ -114,8 +122,11 @@ def budget_table(cells: dict, candidates: list[str], peers: list[str],
            "| its over / trials | its best at H | ratio | met | share of worker time over, "
            "its share |", "|---" * 11 + "|"]
     med = lambda rows, k: float(np.median([r[k] for r in rows]))
-    share = lambda rs: (f"{np.median([r['infeasible_seconds'] / r['worker_seconds'] for r in rs]):.0%}"
-                        if "infeasible_seconds" in rs[0] else "–")
+    share = lambda rs: (
+        f"{np.median([r['infeasible_seconds'] / r['worker_seconds'] for r in rs]):.0%}"
+        if "infeasible_seconds" in rs[0]
+        else "–"
+    )
     for cand in candidates:
         for (p, w, m), rows in sorted(cells.items(), key=lambda kv: (kv[0][1], kv[0][0])):
             if m != cand or not rows or (workers and w not in workers):
@@ -124,7 +135,10 @@ def budget_table(cells: dict, candidates: list[str], peers: list[str],
             if found is None:
                 continue
             top, top_score = found
-            mine, theirs = med(rows, "infeasible_trials"), med(cells[(p, w, top)], "infeasible_trials")
+            mine, theirs = (
+                med(rows, "infeasible_trials"),
+                med(cells[(p, w, top)], "infeasible_trials"),
+            )
             score = median_best(rows, 1.0)
             met = mine <= theirs / 2 and _winner(score, top_score) != "peer"
             n_mine = f"{med(rows, 'trials'):.0f}" if "trials" in rows[0] else "–"

@@ -34,11 +34,14 @@ completed trial was; and the share of suggestions made while the best result so 
 censored.  Rows are appended to ``runs.csv`` as they finish (a rerun resumes); the report
 (``tables.md``, ``*.png``) is written from that file.
 
-    nice -n 10 python scripts/studies/censoring_window.py                 # full study (hours, 2 processes)
+    # full study (hours, 2 processes)
+    nice -n 10 python scripts/studies/censoring_window.py
     python scripts/studies/censoring_window.py --quick                    # about a minute
-    python scripts/studies/censoring_window.py --report-only              # tables and plots from runs.csv
+    # tables and plots from runs.csv
+    python scripts/studies/censoring_window.py --report-only
     python scripts/studies/censoring_window.py --paper-only --seeds 50    # section F only (minutes)
-    python scripts/studies/censoring_window.py --pending-only --seeds 8   # section G only (about an hour)
+    # section G only (about an hour)
+    python scripts/studies/censoring_window.py --pending-only --seeds 8
 """
 
 from __future__ import annotations
@@ -75,7 +78,8 @@ from tuner.bench.problems import Problem, uniform_configs  # noqa: E402
 # --- problems ---------------------------------------------------------------------------------
 
 
-_MIXED_OPT = {"sgd": (-1.0, 0.90), "momentum": (-1.7, 0.94), "adam": (-3.0, 0.97)}  # log10 lr*, peak
+# log10 lr*, peak
+_MIXED_OPT = {"sgd": (-1.0, 0.90), "momentum": (-1.7, 0.94), "adam": (-3.0, 0.97)}
 
 
 def _mixed(c: Mapping[str, Any]) -> float:
@@ -92,10 +96,14 @@ def _mixed(c: Mapping[str, Any]) -> float:
 
 def _mixed_size(c: Mapping[str, Any]) -> float:
     """Deeper and smaller-batch runs are slower (and better)."""
-    return 0.5 * (float(c["layers"]) - 1) / 7 + 0.5 * (1 - math.log(float(c["batch"]) / 16) / math.log(32))
+    return 0.5 * (float(c["layers"]) - 1) / 7 + 0.5 * (
+        1 - math.log(float(c["batch"]) / 16) / math.log(32)
+    )
 
 
-def _distance_size(space: dict, optimizers: Iterable[Mapping[str, Any]]) -> Callable[[Mapping[str, Any]], float]:
+def _distance_size(
+    space: dict, optimizers: Iterable[Mapping[str, Any]]
+) -> Callable[[Mapping[str, Any]], float]:
     """How "big" a configuration is, in [0, 1]: closeness to the nearest global maximizer
     (1 at the optimum; drives the run time)."""
     sp = SearchSpace.from_dict(space)
@@ -121,18 +129,40 @@ _BRANIN_SPACE = BRANIN.space(["x1", "x2"])
 _H6_SPACE = HARTMANN6.space()
 PROBLEMS: dict[str, Problem] = {
     "branin": _problem(
-        "branin", _BRANIN_SPACE, BRANIN.of_config(["x1", "x2"]), BRANIN.optimum, (-308.1291, -0.397887),
-        _distance_size(_BRANIN_SPACE, ({"x1": a, "x2": b} for a, b in
-                                       ((-math.pi, 12.275), (math.pi, 2.275), (9.42478, 2.475))))),
+        "branin",
+        _BRANIN_SPACE,
+        BRANIN.of_config(["x1", "x2"]),
+        BRANIN.optimum,
+        (-308.1291, -0.397887),
+        _distance_size(
+            _BRANIN_SPACE,
+            (
+                {"x1": a, "x2": b}
+                for a, b in ((-math.pi, 12.275), (math.pi, 2.275), (9.42478, 2.475))
+            ),
+        ),
+    ),
     "hartmann6": _problem(
-        "hartmann6", _H6_SPACE, HARTMANN6.of_config(), HARTMANN6.optimum, (0.0, 3.32237),
-        _distance_size(_H6_SPACE, ({f"x{i}": v for i, v in enumerate(_H6_XOPT)},))),
+        "hartmann6",
+        _H6_SPACE,
+        HARTMANN6.of_config(),
+        HARTMANN6.optimum,
+        (0.0, 3.32237),
+        _distance_size(_H6_SPACE, ({f"x{i}": v for i, v in enumerate(_H6_XOPT)},)),
+    ),
     "mixed": _problem(
-        "mixed", {"lr": {"type": "float", "low": 1e-5, "high": 1.0, "log": True},
-                  "layers": {"type": "int", "low": 1, "high": 8},
-                  "batch": {"type": "int", "low": 16, "high": 512, "log": True},
-                  "optimizer": {"type": "categorical", "choices": ["sgd", "momentum", "adam"]}},
-        _mixed, 0.97 * (1 - 0.25 * math.exp(-3.5)), (0.0, 1.0), _mixed_size),
+        "mixed",
+        {
+            "lr": {"type": "float", "low": 1e-5, "high": 1.0, "log": True},
+            "layers": {"type": "int", "low": 1, "high": 8},
+            "batch": {"type": "int", "low": 16, "high": 512, "log": True},
+            "optimizer": {"type": "categorical", "choices": ["sgd", "momentum", "adam"]},
+        },
+        _mixed,
+        0.97 * (1 - 0.25 * math.exp(-3.5)),
+        (0.0, 1.0),
+        _mixed_size,
+    ),
 }
 
 
@@ -347,12 +377,16 @@ def paper_report(path: Path) -> str:
         return ""
     T = max(int(r["T"]) for r in rows)
     marks = [t for t in PAPER_MARKS if t <= T]
-    lines = ["## F. The paper's own setting (001 §6.1, Fig. 1b): one query per iteration, "
-             "Poisson(10) delays, 1-D GP sample, GP-UCB-SDF, beta = 1\n",
-             "Simple regret (f in [0, 1]) at iteration T, mean ± standard error over seeds (a new "
-             "GP sample per seed); nu_t: mean and largest exploration weight over the run.\n",
-             "| m | " + " | ".join(f"T={t}" for t in marks) + " | censored for good | mean nu_t | max nu_t | runs |",
-             "|---|" + "---|" * (len(marks) + 4)]
+    lines = [
+        "## F. The paper's own setting (001 §6.1, Fig. 1b): one query per iteration, "
+        "Poisson(10) delays, 1-D GP sample, GP-UCB-SDF, beta = 1\n",
+        "Simple regret (f in [0, 1]) at iteration T, mean ± standard error over seeds (a new "
+        "GP sample per seed); nu_t: mean and largest exploration weight over the run.\n",
+        "| m | "
+        + " | ".join(f"T={t}" for t in marks)
+        + " | censored for good | mean nu_t | max nu_t | runs |",
+        "|---|" + "---|" * (len(marks) + 4),
+    ]
     for w in PAPER_WINDOWS:
         rs = [r for r in rows if r["window"] == w and int(r["T"]) == T]
         if not rs:
@@ -373,9 +407,24 @@ PENDING_ALGOS = ("gp-ucb-sdf", "gp-ucb", "gp-ts-sdf", "asy-ts")
 def pending_grid(seeds: int, n: int) -> list[Job]:
     """GP-UCB-SDF / GP-TS-SDF against GP-UCB / asy-TS, all with m = inf (a result counts when it
     arrives; only the treatment of running trials differs), paired by seed."""
-    return [Job(problem=p, workers=W, runtime=rt, cv=1.0, noise=0, window="inf", algorithm=a, seed=seed, n=n)
-            for seed in range(seeds) for p in PROBLEMS for W in (2, 8) for rt in ("indep", "corr")
-            for a in PENDING_ALGOS]
+    return [
+        Job(
+            problem=p,
+            workers=W,
+            runtime=rt,
+            cv=1.0,
+            noise=0,
+            window="inf",
+            algorithm=a,
+            seed=seed,
+            n=n,
+        )
+        for seed in range(seeds)
+        for p in PROBLEMS
+        for W in (2, 8)
+        for rt in ("indep", "corr")
+        for a in PENDING_ALGOS
+    ]
 
 
 def pending_report(path: Path, n: int) -> str:
@@ -385,13 +434,17 @@ def pending_report(path: Path, n: int) -> str:
     budgets = [b for b in BUDGETS if b <= n] or [n]
     key = lambda r: (r["problem"], r["workers"], r["runtime"], r["seed"])
     by = {a: {key(r): r for r in rows if r["algorithm"] == a} for a in PENDING_ALGOS}
-    lines = ["## G. Censored feedback against ignoring running trials (m = inf for all)\n",
-             "Paired runs (same problem, W, run-time model and seed; cv 1.0, noise-free). Mean "
-             "normalized simple regret at b trials' worth of wall-clock; `geo`: geometric mean "
-             f"(regret floored at {FLOOR:g}); `wins`: share of paired runs where the censored method "
-             "has the lower regret at the largest budget; p: Wilcoxon signed-rank.\n",
-             "| pair | runs | " + " | ".join(f"@{b}" for b in budgets) + f" | geo @{budgets[-1]} | wins | p |",
-             "|---|---|" + "---|" * (len(budgets) + 3)]
+    lines = [
+        "## G. Censored feedback against ignoring running trials (m = inf for all)\n",
+        "Paired runs (same problem, W, run-time model and seed; cv 1.0, noise-free). Mean "
+        "normalized simple regret at b trials' worth of wall-clock; `geo`: geometric mean "
+        f"(regret floored at {FLOOR:g}); `wins`: share of paired runs where the censored method "
+        "has the lower regret at the largest budget; p: Wilcoxon signed-rank.\n",
+        "| pair | runs | "
+        + " | ".join(f"@{b}" for b in budgets)
+        + f" | geo @{budgets[-1]} | wins | p |",
+        "|---|---|" + "---|" * (len(budgets) + 3),
+    ]
     for sdf, base in (("gp-ucb-sdf", "gp-ucb"), ("gp-ts-sdf", "asy-ts")):
         common = sorted(set(by[sdf]) & set(by[base]))
         if not common:
@@ -461,7 +514,19 @@ def grid(quick: bool, seeds: int, n: int) -> list[Job]:
             for prob, W, rt, cv, nz, win, algo in itertools.product(
                     part["problems"], part["workers"], part["runtimes"], part["cvs"],
                     part["noise"], part["windows"], part["algorithms"]):
-                jobs.append(Job(problem=prob, workers=W, runtime=rt, cv=cv, noise=nz, window=win, algorithm=algo, seed=seed, n=n))
+                jobs.append(
+                    Job(
+                        problem=prob,
+                        workers=W,
+                        runtime=rt,
+                        cv=cv,
+                        noise=nz,
+                        window=win,
+                        algorithm=algo,
+                        seed=seed,
+                        n=n,
+                    )
+                )
     seen: set[tuple] = set()
     return [j for j in jobs if not (j.key() in seen or seen.add(j.key()))]
 
@@ -481,7 +546,9 @@ def _read_rows(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
-def run_all(worker: Callable[[Any], dict[str, Any]], jobs: list, path: Path, processes: int) -> None:
+def run_all(
+    worker: Callable[[Any], dict[str, Any]], jobs: list, path: Path, processes: int
+) -> None:
     """Run ``worker(job)`` for the jobs not yet in ``path``, appending one row per finished run."""
     done: set[tuple[str, ...]] = set()
     if jobs and path.exists():
@@ -553,10 +620,17 @@ def ratio_to(rows: list[dict], ref: str, windows: Iterable[str], metric: str) ->
             continue
         d = np.array(diffs)
         p = float(wilcoxon(d).pvalue) if w != ref and np.any(d != 0) else math.nan
-        out[w] = {"ratio": math.exp(np.mean(logs)), "wins": float(np.mean(wins)), "cells": len(logs),
-                  "diff": float(d.mean()), "diff_se": sample_mean_se(d)[1],
-                  "p": p, "runs": d.size, "log10": float(np.mean(logdiffs)),
-                  "log10_se": sample_mean_se(logdiffs)[1]}
+        out[w] = {
+            "ratio": math.exp(np.mean(logs)),
+            "wins": float(np.mean(wins)),
+            "cells": len(logs),
+            "diff": float(d.mean()),
+            "diff_se": sample_mean_se(d)[1],
+            "p": p,
+            "runs": d.size,
+            "log10": float(np.mean(logdiffs)),
+            "log10_se": sample_mean_se(logdiffs)[1],
+        }
     return out
 
 
@@ -580,11 +654,16 @@ def report(path: Path, out: Path, n: int) -> str:
         add(f"## {title}\n")
         add("### Against auto-iter (paper 001's m = 2 mu, the default before this study), over all "
             "cells of this slice\n")
-        add("`ratio`: geometric mean over cells of mean regret / mean regret of auto-iter; `wins`: share "
+        add(
+            "`ratio`: geometric mean over cells of mean regret / mean regret of auto-iter; "
+            "`wins`: share "
             "of cells where the window's mean regret is lower; `paired diff`: mean over runs of "
-            "(regret - regret of auto-iter, same cell and seed), Wilcoxon signed-rank p; `log10 ratio`: "
-            "mean over runs of log10(regret / regret of auto-iter), same cell and seed (-1 = ten times "
-            "smaller).\n")
+            "(regret - regret of auto-iter, same cell and seed), Wilcoxon signed-rank p; `log10 "
+            "ratio`: "
+            "mean over runs of log10(regret / regret of auto-iter), same cell and seed (-1 = ten "
+            "times "
+            "smaller).\n"
+        )
         add("| window | " + " | ".join(f"ratio @{b}" for b in budgets) + " | wins @"
             f"{budgets[-1]} | paired diff @{budgets[-1]} | p | log10 ratio @{budgets[-1]} | "
             "censored for good | best censored "
@@ -600,10 +679,14 @@ def report(path: Path, out: Path, n: int) -> str:
             ce = sample_mean_se(r["censored_end"] for r in rs)
             be = sample_mean_se(r["best_censored_end"] for r in rs)
             ic = sample_mean_se(r["incumbent_censored"] for r in rs)
-            add(f"| {w} | " + " | ".join(f"{stats[b][w]['ratio']:.2f}" for b in budgets)
+            add(
+                f"| {w} | "
+                + " | ".join(f"{stats[b][w]['ratio']:.2f}" for b in budgets)
                 + f" | {s['wins']:.2f} | {s['diff']:+.4f} ± {s['diff_se']:.4f} | "
                 f"{_pval(s['p'])} | {s['log10']:+.2f} ± {s['log10_se']:.2f} | "
-                f"{_fmt(ce[0], ce[1])} | {_fmt(be[0], be[1], 2)} | {_fmt(ic[0], ic[1], 2)} | {len(rs)} |")
+                f"{_fmt(ce[0], ce[1])} | {_fmt(be[0], be[1], 2)} | {_fmt(ic[0], ic[1], 2)} | "
+                f"{len(rs)} |"
+            )
         add("")
         b = budgets[-1]
         add(f"### Ratio to auto-iter at {b} trials' worth, by slice (geometric mean over cells)\n")
@@ -632,9 +715,15 @@ def report(path: Path, out: Path, n: int) -> str:
                     m, se, _ = sample_mean_se(r[f"rt{b}"] for r in rs if r["window"] == w)
                     means[w] = m
                     vals.append((m, se))
-                best = np.nanmin([m for m, _ in vals]) if any(np.isfinite(m) for m, _ in vals) else None
-                cells_txt = [("**" + _fmt(m, se) + "**") if best is not None and m == best else _fmt(m, se)
-                             for m, se in vals]
+                best = (
+                    np.nanmin([m for m, _ in vals])
+                    if any(np.isfinite(m) for m, _ in vals)
+                    else None
+                )
+                cells_txt = [
+                    ("**" + _fmt(m, se) + "**") if best is not None and m == best else _fmt(m, se)
+                    for m, se in vals
+                ]
                 add(f"| {', '.join(str(k) for k in key)} | " + " | ".join(cells_txt) + " |")
             add("")
         cells = _cells(sel, ("workers", "runtime"))
@@ -653,22 +742,40 @@ def report(path: Path, out: Path, n: int) -> str:
         add("|---|" + "---|" * len(marks))
         for w in windows:
             rs = [r for r in sel if r["window"] == w]
-            add(f"| {w} | " + " | ".join(_fmt(*sample_mean_se(r[f"rc{k}"] for r in rs)[:2]) for k in marks) + " |")
+            add(
+                f"| {w} | "
+                + " | ".join(_fmt(*sample_mean_se(r[f"rc{k}"] for r in rs)[:2]) for k in marks)
+                + " |"
+            )
         add("")
 
     ucb = [r for r in rows if r["algorithm"] == "gp-ucb-sdf"]
     present = {r["window"] for r in rows}
     main_w = [w for w in WINDOWS_MAIN if w in present]
-    section("A. GP-UCB-SDF, noise-free (main factorial)", [r for r in ucb if r["noise"] == 0], main_w)
-    section("B. GP-UCB-SDF with observation noise (5 % of sd f)", [r for r in ucb if r["noise"] == 1], main_w)
-    nu_rows = [r for r in ucb if r["noise"] == 0 and r["cv"] == 1.0 and r["runtime"] in ("indep", "corr")
-               and r["workers"] in (2, 8)]
+    section(
+        "A. GP-UCB-SDF, noise-free (main factorial)", [r for r in ucb if r["noise"] == 0], main_w
+    )
+    section(
+        "B. GP-UCB-SDF with observation noise (5 % of sd f)",
+        [r for r in ucb if r["noise"] == 1],
+        main_w,
+    )
+    nu_rows = [
+        r
+        for r in ucb
+        if r["noise"] == 0
+        and r["cv"] == 1.0
+        and r["runtime"] in ("indep", "corr")
+        and r["workers"] in (2, 8)
+    ]
     nu_w = [w for w in ("auto-iter", "auto-iter/nu-window", "5W-iter", "5W-iter/nu-window", "inf")
             if w in present]
     if any("/" in r["window"] for r in nu_rows):
         section("C. nu_terms = window (eq. 2 as printed) vs pending", nu_rows, nu_w)
     ts = [r for r in rows if r["algorithm"] == "gp-ts-sdf"]
-    section("D. GP-TS-SDF, noise-free", ts, [w for w in main_w if any(r["window"] == w for r in ts)])
+    section(
+        "D. GP-TS-SDF, noise-free", ts, [w for w in main_w if any(r["window"] == w for r in ts)]
+    )
     algo_table(rows, budgets, add)
     text = "\n".join(lines) + "\n"
     (out / "tables.md").write_text(text)
@@ -702,9 +809,23 @@ def algo_table(rows: list[dict], budgets: list[int], add: Callable[[str], None])
     add("| algorithm / window | " + " | ".join(f"W={w}, {rt}" for w, rt in groups) + " |")
     add("|---|" + "---|" * len(groups))
     for algo, w in combos:
-        add(f"| {algo} / {w if algo != 'random' else '–'} | " + " | ".join(
-            _fmt(*sample_mean_se(r[f"rt{b}"] for r in sel if r["algorithm"] == algo and r["window"] == w
-                           and r["workers"] == g[0] and r["runtime"] == g[1])[:2]) for g in groups) + " |")
+        add(
+            f"| {algo} / {w if algo != 'random' else '–'} | "
+            + " | ".join(
+                _fmt(
+                    *sample_mean_se(
+                        r[f"rt{b}"]
+                        for r in sel
+                        if r["algorithm"] == algo
+                        and r["window"] == w
+                        and r["workers"] == g[0]
+                        and r["runtime"] == g[1]
+                    )[:2]
+                )
+                for g in groups
+            )
+            + " |"
+        )
     add("")
 
 
@@ -724,9 +845,18 @@ def plot(rows: list[dict], out: Path, n: int) -> None:
     rts = [rt for rt in RUNTIMES if any(r["runtime"] == rt for r in sel)]
     probs = [p for p in PROBLEMS if any(r["problem"] == p for r in sel)]
     wallclock = "simulated wall-clock (trials' worth = W x seconds)"
-    figures = (("runtime", rts, "rt", wallclock, "regret_vs_wallclock.png", "problems pooled"),
-               ("runtime", rts, "rc", "completed evaluations", "regret_vs_completed.png", "problems pooled"),
-               ("problem", probs, "rt", wallclock, "regret_by_problem.png", "run-time models pooled"))
+    figures = (
+        ("runtime", rts, "rt", wallclock, "regret_vs_wallclock.png", "problems pooled"),
+        (
+            "runtime",
+            rts,
+            "rc",
+            "completed evaluations",
+            "regret_vs_completed.png",
+            "problems pooled",
+        ),
+        ("problem", probs, "rt", wallclock, "regret_by_problem.png", "run-time models pooled"),
+    )
     for field, values, prefix, xlabel, fname, pooled in figures:
         fig, axes = plt.subplots(len(values), len(Ws), figsize=(4.0 * len(Ws), 3.0 * len(values)),
                                  squeeze=False, sharex=True)
@@ -734,7 +864,9 @@ def plot(rows: list[dict], out: Path, n: int) -> None:
             for j, W in enumerate(Ws):
                 ax = axes[i][j]
                 for w in windows:
-                    rs = [r for r in sel if r[field] == v and r["workers"] == W and r["window"] == w]
+                    rs = [
+                        r for r in sel if r[field] == v and r["workers"] == W and r["window"] == w
+                    ]
                     if not rs:
                         continue
                     # geometric mean over runs: problems differ in scale even after normalizing
@@ -748,7 +880,9 @@ def plot(rows: list[dict], out: Path, n: int) -> None:
                 if i == len(values) - 1:
                     ax.set_xlabel(xlabel, fontsize=8)
                 if j == 0:
-                    ax.set_ylabel("normalized simple regret\n(geometric mean ± se of log)", fontsize=8)
+                    ax.set_ylabel(
+                        "normalized simple regret\n(geometric mean ± se of log)", fontsize=8
+                    )
                 ax.grid(alpha=0.3)
         axes[0][0].legend(fontsize=7)
         fig.suptitle(f"GP-UCB-SDF, noise-free, cv 1.0, {pooled}", fontsize=10)
@@ -761,14 +895,24 @@ def plot(rows: list[dict], out: Path, n: int) -> None:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true", help="a small grid that finishes in about a minute")
-    ap.add_argument("--seeds", type=int, default=None, help="runs per cell (default 20; 2 with --quick)")
-    ap.add_argument("--n", type=int, default=None, help="budget in trials' worth (default 100; 30 with --quick)")
-    ap.add_argument("--processes", type=int, default=2, help="pool size (at most 2 on this machine)")
-    ap.add_argument("--out", default=None,
-                    help="output directory (default docs/research/results/censoring_window; with --quick a "
-                         "temporary directory)")
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--quick", action="store_true", help="a small grid that finishes in about a "
+                                                         "minute")
+    ap.add_argument("--seeds", type=int, default=None, help="runs per cell (default 20; 2 with "
+                                                            "--quick)")
+    ap.add_argument("--n", type=int, default=None, help="budget in trials' worth (default 100; 30 "
+                                                        "with --quick)")
+    ap.add_argument(
+        "--processes", type=int, default=2, help="pool size (at most 2 on this machine)"
+    )
+    ap.add_argument(
+        "--out",
+        default=None,
+        help="output directory (default docs/research/results/censoring_window; with --quick a "
+        "temporary directory)",
+    )
     ap.add_argument("--report-only", action="store_true", help="only rebuild tables and plots")
     ap.add_argument("--paper-only", action="store_true",
                     help="run only the paper's own setting (section F), not the main grid")

@@ -41,9 +41,12 @@ completed within the budget) over time; violation sum over trials of (time used 
 number of runs over budget; worker-seconds spent on runs over budget (their whole time used:
 their result is infeasible or, if stopped, absent) and its share of all worker-seconds.
 
-    python scripts/studies/compare_budget_hpo.py --runs 40 --horizon 900 --out docs/research/results/constraints
-    python scripts/studies/compare_budget_hpo.py --runs 40 --horizon 900 --out docs/research/results/constraints/window \
-        --methods "rpol+bound" "rpol+bound m=inf" "rpol+bound+stop0.5 m=inf" "rpol+bound+stop1.0 m=inf"
+    python scripts/studies/compare_budget_hpo.py --runs 40 --horizon 900 --out \
+        docs/research/results/constraints
+    python scripts/studies/compare_budget_hpo.py --runs 40 --horizon 900 --out \
+        docs/research/results/constraints/window \
+        --methods "rpol+bound" "rpol+bound m=inf" "rpol+bound+stop0.5 m=inf" \
+            "rpol+bound+stop1.0 m=inf"
 """
 
 from __future__ import annotations
@@ -117,18 +120,29 @@ def one_run(args: tuple) -> tuple:
     ok = res.completed & ~over
     best = np.array([np.max(res.f_true[ok & (res.finish <= tau)], initial=-np.inf) for tau in grid])
     best[~np.isfinite(best)] = np.nan
-    over_seconds = np.array([np.sum(np.clip(np.minimum(res.start + used, tau) - res.start, 0, None)[over])
-                             for tau in grid])
-    stats = {"trials": len(res.start), "violation": float(np.sum(np.maximum(used / LIMIT - 1, 0))),
-             "over-budget runs": int(over.sum()), "over-budget s": float(np.sum(used[over])),
-             "over-budget share": float(np.sum(used[over]) / np.sum(used)),
-             "stopped": int(res.stopped.sum()),
-             "best feasible": float(best[-1]), "suggest ms": 1e3 * float(np.mean(res.suggest_seconds))}
+    over_seconds = np.array(
+        [
+            np.sum(np.clip(np.minimum(res.start + used, tau) - res.start, 0, None)[over])
+            for tau in grid
+        ]
+    )
+    stats = {
+        "trials": len(res.start),
+        "violation": float(np.sum(np.maximum(used / LIMIT - 1, 0))),
+        "over-budget runs": int(over.sum()),
+        "over-budget s": float(np.sum(used[over])),
+        "over-budget share": float(np.sum(used[over]) / np.sum(used)),
+        "stopped": int(res.stopped.sum()),
+        "best feasible": float(best[-1]),
+        "suggest ms": 1e3 * float(np.mean(res.suggest_seconds)),
+    }
     return method, run, grid, best, over_seconds, stats, time.perf_counter() - t0
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--runs", type=int, default=40)
     ap.add_argument("--horizon", type=float, default=900.0, help="simulated wall clock, seconds")
     ap.add_argument("--methods", nargs="*", default=None)
@@ -159,7 +173,9 @@ def main() -> None:
         for key in ("trials", "violation", "over-budget runs", "over-budget s", "over-budget share",
                     "stopped", "suggest ms"):
             v = [r[5][key] for r in per]
-            row[key] = f"{np.mean(v):.1f}" if key != "over-budget share" else f"{100 * np.mean(v):.1f} %"
+            row[key] = (
+                f"{np.mean(v):.1f}" if key != "over-budget share" else f"{100 * np.mean(v):.1f} %"
+            )
         rows.append(row)
     cols = list(rows[0])
     md = [f"# Budgeted HPO simulation: {args.runs} runs, {WORKERS} workers, budget {LIMIT:g} s, "
@@ -170,10 +186,16 @@ def main() -> None:
     np.savez_compressed(out / "budget_hpo_curves.npz", grid=grid,
                         **{f"{k}|{m}": np.vstack(v[m]) for k, v in (("best", best), ("over", over))
                            for m in names})
-    plot_panels([("best feasible accuracy", {m: best[m] for m in shown}),
-                 ("worker-seconds on over-budget runs", {m: over[m] for m in shown})],
-                f"budgeted HPO: {WORKERS} workers, budget {LIMIT:g} s ({args.runs} runs, mean and 25-75 %)",
-                out / "budget_hpo.png", x=grid, xlabel="simulated wall clock (s)")
+    plot_panels(
+        [
+            ("best feasible accuracy", {m: best[m] for m in shown}),
+            ("worker-seconds on over-budget runs", {m: over[m] for m in shown}),
+        ],
+        f"budgeted HPO: {WORKERS} workers, budget {LIMIT:g} s ({args.runs} runs, mean and 25-75 %)",
+        out / "budget_hpo.png",
+        x=grid,
+        xlabel="simulated wall clock (s)",
+    )
     write_table(out / "budget_hpo_summary.csv", rows)
     seconds = [r[6] for r in results]
     md.append(f"\nseconds per run: mean {np.mean(seconds):.1f}, max {np.max(seconds):.1f}")

@@ -36,11 +36,20 @@ def one_run(problem: str, method: str, seed: int, workers: int) -> dict[str, Any
     feasible = np.array([p.feasible(c) for c in res.configs], dtype=bool)
     killed = float(np.clip(horizon - res.start[~done], 0.0, None).sum())
     used = float(np.clip(np.minimum(res.finish, horizon) - res.start, 0.0, None).sum())
-    return {"problem": problem, "method": method, "seed": seed, "workers": workers,
-            "trials": len(res.start), "finished": int(done.sum()),
-            "killed_share": killed / (workers * horizon), "used_share": used / (workers * horizon),
-            "over_budget": int((done & ~feasible).sum()),
-            "best": float(res.f_true[done & feasible].max()) if (done & feasible).any() else float("nan")}
+    return {
+        "problem": problem,
+        "method": method,
+        "seed": seed,
+        "workers": workers,
+        "trials": len(res.start),
+        "finished": int(done.sum()),
+        "killed_share": killed / (workers * horizon),
+        "used_share": used / (workers * horizon),
+        "over_budget": int((done & ~feasible).sum()),
+        "best": float(res.f_true[done & feasible].max())
+        if (done & feasible).any()
+        else float("nan"),
+    }
 
 
 def summary(path: Path, before: str = BEFORE, after: str = AFTER) -> None:
@@ -55,14 +64,18 @@ def summary(path: Path, before: str = BEFORE, after: str = AFTER) -> None:
         worse = sum(float(x[after]["best"]) < float(x[before]["best"]) for x in pairs)
         used = (f", used share {mean('used_share', before):.3f} -> {mean('used_share', after):.3f}"
                 if all("used_share" in x[m] for x in pairs for m in (before, after)) else "")
-        print(f"{problem:18s} {len(pairs)} seeds: killed share {mean('killed_share', before):.3f} -> "
-              f"{mean('killed_share', after):.3f}{used}, finished {mean('finished', before):.1f} -> "
-              f"{mean('finished', after):.1f}, over the budget {mean('over_budget', before):.1f} -> "
-              f"{mean('over_budget', after):.1f}, best better/worse {better}/{worse}")
+        print(
+            f"{problem:18s} {len(pairs)} seeds: killed share {mean('killed_share', before):.3f} -> "
+            f"{mean('killed_share', after):.3f}{used}, finished {mean('finished', before):.1f} -> "
+            f"{mean('finished', after):.1f}, over the budget {mean('over_budget', before):.1f} -> "
+            f"{mean('over_budget', after):.1f}, best better/worse {better}/{worse}"
+        )
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--problems", nargs="+", required=True)
     ap.add_argument("--workers", type=int, default=16)
     ap.add_argument("--seeds", type=int, default=5)

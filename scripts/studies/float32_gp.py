@@ -33,7 +33,9 @@ def posterior(K: np.ndarray, Ks: np.ndarray, kss: np.ndarray, y: np.ndarray, dty
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--problems", nargs="*", default=["hartmann6", "hpo-mixed"])
     ap.add_argument("--n", nargs="*", type=int, default=[500, 2000])
     ap.add_argument("--seed", type=int, default=0)
@@ -67,8 +69,10 @@ def main() -> None:
             sig_err = float(np.max(np.abs(s32 - s64)) / np.sqrt(h.amplitude))
             mean_err = float(np.max(np.abs(m32 - m64)))
             moved = int(np.argmax(m32 + s32)) != int(np.argmax(m64 + s64))
-            print(f"| {name} | {len(X)} | {h.noise / h.amplitude:.1e} | ok | {sig_err:.2e} | "
-                  f"{mean_err:.2e} | {'yes' if moved else 'no'} | {b64 / 1e6:.1f} / {b32 / 1e6:.1f} |")
+            print(
+                f"| {name} | {len(X)} | {h.noise / h.amplitude:.1e} | ok | {sig_err:.2e} | "
+                f"{mean_err:.2e} | {'yes' if moved else 'no'} | {b64 / 1e6:.1f} / {b32 / 1e6:.1f} |"
+            )
 
 
 if __name__ == "__main__":

@@ -55,7 +55,9 @@ class JitteredSteps:
         return final, metrics, [(float(f), m) for f, (_, m) in zip(fractions, curve)]
 
 
-def one(rule: str, seed: int, workers: int, horizon: float, step_cv: float = 0.0) -> dict[str, float]:
+def one(
+    rule: str, seed: int, workers: int, horizon: float, step_cv: float = 0.0
+) -> dict[str, float]:
     settings = Settings(constraints=[{"metric": "runtime", "limit": LIMIT, "type": "budget",
                                       "runtime": True}], stop_margin=1.0)
     opt = Optimizer(CURVES.space, settings, objective_bounds=(0.0, 1.0), seed=seed)
@@ -64,18 +66,34 @@ def one(rule: str, seed: int, workers: int, horizon: float, step_cv: float = 0.0
         rules = [PaceBudget(LIMIT, FIDELITY, float(margin), z=float(z or 2.0))]
     else:
         rules = []
-    res = simulate(opt, JitteredSteps(step_cv, seed), CURVES.run_time(), 100_000, workers=workers, seed=seed,
-                   fidelity=FIDELITY, stopping=rules, time_limit=horizon)
+    res = simulate(
+        opt,
+        JitteredSteps(step_cv, seed),
+        CURVES.run_time(),
+        100_000,
+        workers=workers,
+        seed=seed,
+        fidelity=FIDELITY,
+        stopping=rules,
+        time_limit=horizon,
+    )
     ran = res.finish - res.start
     planned = np.array([m["runtime"] for m in res.metrics_true])
     slow = np.array([CURVES.mean_run_time(c) > LIMIT for c in res.configs])
     ended_early = (res.status == Status.STOPPED) | (res.status == Status.TIMED_OUT)
     over = planned > LIMIT
     wrong = (res.status == Status.STOPPED) & ~over
-    out = {"trials": len(res.configs), "slow": int(slow.sum()),
-           "slow_stopped": float(np.mean(ended_early[slow])) if slow.any() else np.nan,
-           "stop_at": float(np.median(ran[slow & ended_early] / LIMIT)) if (slow & ended_early).any() else np.nan,
-           "wrong": int(wrong.sum()), "over_seconds": float(ran[over].sum()), "all_seconds": float(ran.sum())}
+    out = {
+        "trials": len(res.configs),
+        "slow": int(slow.sum()),
+        "slow_stopped": float(np.mean(ended_early[slow])) if slow.any() else np.nan,
+        "stop_at": float(np.median(ran[slow & ended_early] / LIMIT))
+        if (slow & ended_early).any()
+        else np.nan,
+        "wrong": int(wrong.sum()),
+        "over_seconds": float(ran[over].sum()),
+        "all_seconds": float(ran.sum()),
+    }
     ok = res.completed & ~over
     for frac in (0.25, 0.5, 1.0):
         done = ok & (res.finish <= frac * horizon)
@@ -85,7 +103,9 @@ def one(rule: str, seed: int, workers: int, horizon: float, step_cv: float = 0.0
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--horizon", type=float, default=60.0)
     ap.add_argument("--workers", type=int, default=4)
     ap.add_argument("--seeds", type=int, default=10)
@@ -105,9 +125,13 @@ def main() -> None:
         runs = [one(rule, s, args.workers, args.horizon, args.step_cv) for s in range(args.seeds)]
         med = {k: float(np.nanmedian([r[k] for r in runs])) for k in runs[0]}
         share = np.median([r["over_seconds"] / r["all_seconds"] for r in runs])
-        print(f"| {rule} | {med['trials']:.0f} | {med['slow']:.0f} | {med['slow_stopped']:.0%} | "
-              f"{med['stop_at']:.2f} | {np.mean([r['wrong'] for r in runs]):.1f} | {med['over_seconds']:.1f} | {share:.1%} | "
-              f"{med['best_0.25']:.3f} | {med['best_0.5']:.3f} | {med['best_1']:.3f} |", flush=True)
+        print(
+            f"| {rule} | {med['trials']:.0f} | {med['slow']:.0f} | {med['slow_stopped']:.0%} | "
+            f"{med['stop_at']:.2f} | {np.mean([r['wrong'] for r in runs]):.1f} | "
+            f"{med['over_seconds']:.1f} | {share:.1%} | "
+            f"{med['best_0.25']:.3f} | {med['best_0.5']:.3f} | {med['best_1']:.3f} |",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

@@ -77,8 +77,10 @@ def run(problem: str, seed: int, workers: int, method: str = "tuner") -> list[di
 
 
 def table(rows: list[dict[str, Any]]) -> list[str]:
-    out = ["| PoF bin | suggestions | truly feasible | near the edge: suggestions | truly feasible |",
-           "|---|---|---|---|---|"]
+    out = [
+        "| PoF bin | suggestions | truly feasible | near the edge: suggestions | truly feasible |",
+        "|---|---|---|---|---|",
+    ]
     pof = np.array([r["pof"] for r in rows])
     feas = np.array([r["feasible"] for r in rows])
     edge = np.abs(np.array([r["ratio"] for r in rows]) - 1.0) <= EDGE
@@ -115,11 +117,13 @@ def main() -> None:
         w = csv.DictWriter(fh, fieldnames=list(rows[0]))
         w.writeheader()
         w.writerows(rows)
-    lines = ["# Calibration of the budget model's probability of feasibility\n",
-             f"`python scripts/studies/pof_calibration.py --seeds {args.seeds} --workers "
-             f"{args.workers} --method {args.method}`: every suggestion after the start-up design on "
-             f"{', '.join(args.problems)}, and 32 probe configurations at every 5th; \"near the "
-             f"edge\": true mean run time within {EDGE:.0%} of the budget.\n"]
+    lines = [
+        "# Calibration of the budget model's probability of feasibility\n",
+        f"`python scripts/studies/pof_calibration.py --seeds {args.seeds} --workers "
+        f"{args.workers} --method {args.method}`: every suggestion after the start-up design on "
+        f'{", ".join(args.problems)}, and 32 probe configurations at every 5th; "near the '
+        f'edge": true mean run time within {EDGE:.0%} of the budget.\n',
+    ]
     for kind in ("suggestion", "probe"):
         lines += [f"## All problems, {kind}s\n", *table([r for r in rows if r["kind"] == kind])]
     for problem in args.problems:

@@ -23,11 +23,15 @@ BASE = "study"      # tuner/bench/peers.py: the study default
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("problem")
     ap.add_argument("--workers", type=int, default=4)
     ap.add_argument("--seeds", type=int, default=10)
-    ap.add_argument("--variants", default="{}", help="JSON: name -> settings over the study default")
+    ap.add_argument(
+        "--variants", default="{}", help="JSON: name -> settings over the study default"
+    )
     ap.add_argument("--out", type=Path, help="CSV to append a row per (variant, seed) to")
     args = ap.parse_args()
     p = get_problem(args.problem)
@@ -43,11 +47,25 @@ def main() -> None:
                 best[i].append(float(v))
             over.append(row["infeasible_trials"])
             if args.out:
-                append_row(args.out, {"problem": args.problem, "workers": args.workers, "method": name,
-                                      "seed": seed, **{f"best_{q:g}": float(v) for q, v in zip(FRACTIONS, scores)},
-                                      "trials": row["trials"], "infeasible_trials": over[-1]}, sync=False)
-        print(f"{name:16s} H/4 {statistics.median(best[0]):.4g}  H/2 {statistics.median(best[1]):.4g}  "
-              f"H {statistics.median(best[2]):.4g}  over the limit {statistics.median(over):g}", flush=True)
+                append_row(
+                    args.out,
+                    {
+                        "problem": args.problem,
+                        "workers": args.workers,
+                        "method": name,
+                        "seed": seed,
+                        **{f"best_{q:g}": float(v) for q, v in zip(FRACTIONS, scores)},
+                        "trials": row["trials"],
+                        "infeasible_trials": over[-1],
+                    },
+                    sync=False,
+                )
+        print(
+            f"{name:16s} H/4 {statistics.median(best[0]):.4g}  H/2 "
+            f"{statistics.median(best[1]):.4g}  "
+            f"H {statistics.median(best[2]):.4g}  over the limit {statistics.median(over):g}",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

@@ -66,7 +66,9 @@ def read_summary(path: Path) -> dict[tuple[str, int], dict[str, float]]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--summary", type=Path, default=Path("docs/research/results/curves/summary.csv"))
+    ap.add_argument(
+        "--summary", type=Path, default=Path("docs/research/results/curves/summary.csv")
+    )
     ap.add_argument("--ours", nargs="+", default=["tuner", "tuner-study"])
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--seed", type=int, default=0)

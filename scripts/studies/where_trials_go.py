@@ -5,7 +5,8 @@ runs it): the trials that land in the table's top 1 % (by mean score over the re
 how many distinct ones, the best mean score reached, and the 10 / 50 / 90 % quantiles of each
 parameter over the second half of the trials (where a method has left its start-up design).
 
-    python scripts/studies/where_trials_go.py mlp-segment --seeds 6 --methods tuner optuna-tpe random
+    python scripts/studies/where_trials_go.py mlp-segment --seeds 6 --methods tuner optuna-tpe \
+        random
 """
 from __future__ import annotations
 
@@ -18,7 +19,9 @@ from tuner.bench.recorded import load
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("problem")
     ap.add_argument("--seeds", type=int, default=6)
     ap.add_argument("--methods", nargs="*", default=["tuner", "optuna-tpe", "random"])

@@ -9,7 +9,8 @@
     result = tuner.run(fit, space={"lr": {"type": "float", "low": 1e-4, "high": 0.1, "log": True},
                                    "depth": {"type": "int", "low": 2, "high": 8}},
                        objective="accuracy", budget="1.5x", trials=40, max_concurrent=4)
-    result.best        # {"trial_id", "config", "value", "metrics"}: the best trial within the budget
+    # {"trial_id", "config", "value", "metrics"}: the best trial within the budget
+    result.best
     # the study is named after the function (``mytrain.fit``): pass study="..." to name it
 
 Every argument is the YAML section of the same name (``configs/``,

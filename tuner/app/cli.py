@@ -72,7 +72,9 @@ def _studies(args: argparse.Namespace) -> int:
             print(studies.list_text(args.output))
         elif args.command == "plot":
             paths = studies.plot(args.output, args.study)
-            print("\n".join(map(str, paths)) if paths else f"study {args.study}: no trial ended yet")
+            print(
+                "\n".join(map(str, paths)) if paths else f"study {args.study}: no trial ended yet"
+            )
         elif args.command == "show":
             print(studies.csv_text(args.output, args.study) if args.csv else
                   studies.show_text(args.output, args.study, None if args.all else 10))
@@ -127,18 +129,24 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
     _add_run(sub)
     s = sub.add_parser("simulate", help="run a simulated study (virtual workers, simulated clock)")
-    s.add_argument("config", help="study YAML with a simulation section, e.g. configs/synthetic.yaml")
+    s.add_argument("config", help="study YAML with a simulation section, e.g. "
+                                  "configs/synthetic.yaml")
     s.add_argument("--algorithm", help="override optimizer.algorithm")
     s.add_argument("--trials", type=int, help="override simulation.trials")
     s.add_argument("--workers", type=int, help="override simulation.workers")
     s.add_argument("--seed", type=int, help="override the seeds")
     s.add_argument("--out", default="tuner_runs", help="output folder (default: tuner_runs)")
     s.set_defaults(func=_simulate)
-    for name, text in (("list", "the studies in an output folder, with their best results"),
-                       ("show", "one study: its best trials, the ones that did not finish, the best"),
-                       ("best", "one study's best trial (best.yaml; --json for JSON)"),
-                       ("plot", "one study's plots: score against each setting, parallel "
-                        "coordinates, importance, trials on workers (PNG files in its folder)")):
+    for name, text in (
+        ("list", "the studies in an output folder, with their best results"),
+        ("show", "one study: its best trials, the ones that did not finish, the best"),
+        ("best", "one study's best trial (best.yaml; --json for JSON)"),
+        (
+            "plot",
+            "one study's plots: score against each setting, parallel "
+            "coordinates, importance, trials on workers (PNG files in its folder)",
+        ),
+    ):
         c = sub.add_parser(name, help=text)
         if name != "list":
             c.add_argument("study", help="the study's name (its folder under --output)")
@@ -146,14 +154,19 @@ def build_parser() -> argparse.ArgumentParser:
             c.add_argument("--json", action="store_true", help="print JSON instead of YAML "
                            "(exit code 1 when no trial finished)")
         if name == "show":
-            c.add_argument("--all", action="store_true", help="every finished trial, not the top 10")
+            c.add_argument(
+                "--all", action="store_true", help="every finished trial, not the top 10"
+            )
             c.add_argument("--csv", action="store_true", help="every trial as CSV (trials.csv)")
         c.add_argument("--output", default="tuner_runs", help="output folder (default: tuner_runs)")
         c.set_defaults(func=_studies)
     # listed for --help; main() hands everything after "bench" to tuner.bench.compare
-    sub.add_parser("bench", help="the side-by-side benchmark against Optuna, Syne Tune and random "
-                   "search on one simulated worker pool (tuner.bench.compare; try --quick, --help); "
-                   "'tuner bench curves': the learning-curve benchmark (tuner.bench.curves)")
+    sub.add_parser(
+        "bench",
+        help="the side-by-side benchmark against Optuna, Syne Tune and random "
+        "search on one simulated worker pool (tuner.bench.compare; try --quick, --help); "
+        "'tuner bench curves': the learning-curve benchmark (tuner.bench.curves)",
+    )
     return p
 
 

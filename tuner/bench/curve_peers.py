@@ -95,7 +95,10 @@ class RayScheduler:
 
         result = {self.time_attr: step, OBJECTIVE: value, "training_iteration": step}
         self.last[trial_id] = result
-        if self.scheduler.on_trial_result(None, self._trial(trial_id), result) == TrialScheduler.STOP:
+        if (
+            self.scheduler.on_trial_result(None, self._trial(trial_id), result)
+            == TrialScheduler.STOP
+        ):
             return f"Ray ASHA at {self.time_attr} {step:g}"
         return None
 
@@ -140,8 +143,14 @@ class OptunaStopped(OptunaAdapter):
             self.study = optuna.create_study(direction="maximize", sampler=self.study.sampler,
                                              pruner=pruner)
 
-    def fail(self, trial_id: int, reason: str = "failed", metrics: Mapping[str, float] | None = None,
-             finish_time: float | None = None, status: str = "FAILED") -> None:
+    def fail(
+        self,
+        trial_id: int,
+        reason: str = "failed",
+        metrics: Mapping[str, float] | None = None,
+        finish_time: float | None = None,
+        status: str = "FAILED",
+    ) -> None:
         if status != Status.STOPPED:
             return super().fail(trial_id, reason, metrics, finish_time, status)
         trial = self._told(trial_id, finish_time)
@@ -206,8 +215,14 @@ class SyneTuneMultiFidelity(Adapter):
         self.scheduler.on_trial_complete(self.trials[trial_id],
                                          {"epoch": self.epochs, OBJECTIVE: float(value)})
 
-    def fail(self, trial_id: int, reason: str = "failed", metrics: Mapping[str, float] | None = None,
-             finish_time: float | None = None, status: str = "FAILED") -> None:
+    def fail(
+        self,
+        trial_id: int,
+        reason: str = "failed",
+        metrics: Mapping[str, float] | None = None,
+        finish_time: float | None = None,
+        status: str = "FAILED",
+    ) -> None:
         self._told(trial_id, finish_time)
         if status == Status.FAILED:
             self.scheduler.on_trial_error(self.trials[trial_id])
@@ -232,9 +247,13 @@ def make(method: str, problem: Any, seed: int) -> tuple[Any, list[Any]]:
             extra.update(STUDY_OPTIMIZER_DEFAULTS)
             if method == "tuner-study-gzero":   # before 2026-11-27: constraint GPs at the boundary
                 extra.update(GZERO)
-            if method == "tuner-study-median":  # before 2026-11-29: the budget on the median run time
+            # before 2026-11-29: the budget on the median run time
+            if method == "tuner-study-median":
                 extra["budget_bound"] = "median"
-        opt = Optimizer(problem.space, Settings.from_dict({**extra, "seed": seed, "objective_bounds": (0.0, 1.0)}))
+        opt = Optimizer(
+            problem.space,
+            Settings.from_dict({**extra, "seed": seed, "objective_bounds": (0.0, 1.0)}),
+        )
         if method.endswith("-asha"):
             rules.append(ASHA(epochs, GRACE, ETA))
         elif method.endswith("-asha-rank"):          # Syne Tune's test at a rung
@@ -274,7 +293,9 @@ def make(method: str, problem: Any, seed: int) -> tuple[Any, list[Any]]:
     raise ValueError(f"unknown method {method!r}; known: {list(METHODS)}")
 
 
-def worker_seconds(start: np.ndarray, finish: np.ndarray, mask: np.ndarray, horizon: float) -> float:
+def worker_seconds(
+    start: np.ndarray, finish: np.ndarray, mask: np.ndarray, horizon: float
+) -> float:
     """Worker-seconds the runs in ``mask`` took up to the horizon."""
     used = np.clip(np.minimum(finish, horizon) - start, 0.0, None)
     return float(used[mask].sum()) if len(used) else 0.0

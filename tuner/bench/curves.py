@@ -65,7 +65,10 @@ class PlateauCurves(CrossingCurves):
     """``CrossingCurves`` plus ``optimizer`` (sgd, adam) and diverging large learning rates
     (module docstring)."""
 
-    space = {**CrossingCurves.space, "optimizer": {"type": "categorical", "choices": ["sgd", "adam"]}}
+    space = {
+        **CrossingCurves.space,
+        "optimizer": {"type": "categorical", "choices": ["sgd", "adam"]},
+    }
 
     def score(self, config: Mapping[str, Any], t: float) -> float:
         adam = config.get("optimizer") == "adam"
@@ -88,7 +91,9 @@ class CurveProblem:
     rounds: float = 12.0            # horizon at W = 4, in mean run times (half of it at W = 16)
 
     def __post_init__(self) -> None:
-        configs = getattr(self.family, "configs", None) or uniform_configs(self.family.space, 2048, seed=0)
+        configs = getattr(self.family, "configs", None) or uniform_configs(
+            self.family.space, 2048, seed=0
+        )
         self.space = self.family.space
         self.epochs = self.family.epochs
         finals = np.array([self.family.score(c, self.epochs) for c in configs])
@@ -174,7 +179,9 @@ def one_run(problem: str, workers: int, method: str, seed: int,
     row["time_to_target"] = float(res.finish[hit].min()) if hit.any() else math.inf
     row["stopped_seconds"] = worker_seconds(res.start, res.finish, stopped, horizon)
     row["over_budget_seconds"] = worker_seconds(res.start, res.finish, over, horizon)
-    row["worker_seconds"] = worker_seconds(res.start, res.finish, np.ones(len(planned), bool), horizon)
+    row["worker_seconds"] = worker_seconds(
+        res.start, res.finish, np.ones(len(planned), bool), horizon
+    )
     row["run_seconds"] = round(time.perf_counter() - t0, 2)
     return row
 
@@ -196,18 +203,23 @@ def summarize(rows: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
         sub = [t for t in table if (t["problem"], t["W"]) == (prob, w)]
         best = {k: max(t[k] for t in sub) for k in ("best_0.25", "best_1")}
         fastest = min(t["time_to_target"] for t in sub)
-        lines += [f"\n### {prob}, W = {w} (medians over seeds)\n",
-                  "| method | best by H/4 | H/2 | H | time to target (s) | worker-s on stopped runs "
-                  "| worker-s over budget | trials | seeds |", "|---|---|---|---|---|---|---|---|---|"]
+        lines += [
+            f"\n### {prob}, W = {w} (medians over seeds)\n",
+            "| method | best by H/4 | H/2 | H | time to target (s) | worker-s on stopped runs "
+            "| worker-s over budget | trials | seeds |",
+            "|---|---|---|---|---|---|---|---|---|",
+        ]
         for t in sorted(sub, key=lambda t: -t["best_0.25"]):
             mark = {k: "**" if t[k] >= best[k] - TIE else "" for k in best}
             ttt = "-" if math.isinf(t["time_to_target"]) else f"{t['time_to_target']:.1f}"
             if t["time_to_target"] <= fastest + 1e-9 and ttt != "-":
                 ttt = f"**{ttt}**"
-            lines.append(f"| {t['method']} | {mark['best_0.25']}{t['best_0.25']:.4f}{mark['best_0.25']} "
-                         f"| {t['best_0.5']:.4f} | {mark['best_1']}{t['best_1']:.4f}{mark['best_1']} "
-                         f"| {ttt} | {t['stopped_seconds']:.0f} | {t['over_budget_seconds']:.0f} "
-                         f"| {t['trials']:.0f} | {t['seeds']} |")
+            lines.append(
+                f"| {t['method']} | {mark['best_0.25']}{t['best_0.25']:.4f}{mark['best_0.25']} "
+                f"| {t['best_0.5']:.4f} | {mark['best_1']}{t['best_1']:.4f}{mark['best_1']} "
+                f"| {ttt} | {t['stopped_seconds']:.0f} | {t['over_budget_seconds']:.0f} "
+                f"| {t['trials']:.0f} | {t['seeds']} |"
+            )
     return "\n".join(lines) + "\n" + scoreboard(table), table
 
 
@@ -234,7 +246,9 @@ def scoreboard(table: list[dict[str, Any]]) -> str:
             near += sub[m]["best_0.25"] >= max(p["best_0.25"] for p in peers) - 0.002
             hh += sub[m]["best_1"] >= max(p["best_1"] for p in peers) - TIE
             fastest = min(p["time_to_target"] for p in peers)
-            ratios.append(sub[m]["time_to_target"] / fastest if math.isfinite(fastest) else math.nan)
+            ratios.append(
+                sub[m]["time_to_target"] / fastest if math.isfinite(fastest) else math.nan
+            )
         if n:
             ratio = float(np.nanmedian(ratios)) if not all(map(math.isnan, ratios)) else math.nan
             lines.append(f"| {m} | {h4}/{n} | {near}/{n} | {hh}/{n} | {ratio:.2f} |")
@@ -245,9 +259,12 @@ def write_report(out: Path) -> str:
     rows = read_rows(out / "runs.csv")
     text, table = summarize(rows)
     write_table(out / "summary.csv", table)
-    head = ("# Learning-curve benchmark\n\nBest full-length score by H/4, H/2 and H (bold: best "
-            "or tied), median time to the target score (bold: fastest), worker-seconds on runs "
-            "stopped early and on runs over the budget. Command and problems: `tuner/bench/curves.py`.\n")
+    head = (
+        "# Learning-curve benchmark\n\nBest full-length score by H/4, H/2 and H (bold: best "
+        "or tied), median time to the target score (bold: fastest), worker-seconds on runs "
+        "stopped early and on runs over the budget. Command and problems: "
+        "`tuner/bench/curves.py`.\n"
+    )
     (out / "tables.md").write_text(head + text)
     _plot(rows, out)
     return head + text
@@ -273,8 +290,16 @@ def _plot(rows: list[dict[str, Any]], out: Path) -> None:
         for k, m in enumerate(METHODS):           # one colour per method in every panel
             if m not in present:
                 continue
-            ys = [np.median([float(r[f"best_{q:g}"]) if r[f"best_{q:g}"] not in ("", "nan") else np.nan
-                             for r in sub if r["method"] == m]) for q in FRACTIONS]
+            ys = [
+                np.median(
+                    [
+                        float(r[f"best_{q:g}"]) if r[f"best_{q:g}"] not in ("", "nan") else np.nan
+                        for r in sub
+                        if r["method"] == m
+                    ]
+                )
+                for q in FRACTIONS
+            ]
             ax.plot(FRACTIONS, ys, marker="o", lw=2.4 if m.startswith("tuner") else 1.0,
                     color=plt.get_cmap("tab20")((2 * k) % 20 + (2 * k) // 20), label=m)
         ax.set_title(f"{prob}, W = {w}", fontsize=9)
@@ -291,9 +316,12 @@ def _plot(rows: list[dict[str, Any]], out: Path) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> Path:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--quick", action="store_true", help="2 problems, W = 4, 2 seeds")
-    ap.add_argument("--out", default=None, help="default: docs/research/results/curves (full), a temp dir (quick)")
+    ap.add_argument("--out", default=None, help="default: docs/research/results/curves (full), a "
+                                                "temp dir (quick)")
     ap.add_argument("--seeds", type=int, default=None)
     ap.add_argument("--problems", nargs="*", default=None, choices=list(PROBLEMS))
     ap.add_argument("--methods", nargs="*", default=None, choices=list(METHODS))
@@ -310,7 +338,9 @@ def main(argv: Sequence[str] | None = None) -> Path:
                    print(f"note: skipping {m}: its package is not installed")]
         workers = args.workers or ([4] if args.quick else [4, 16])
         seeds = args.seeds or (2 if args.quick else 10)
-        jobs = [(p, w, m, s) for s in range(seeds) for w in workers for p in problems for m in methods]
+        jobs = [
+            (p, w, m, s) for s in range(seeds) for w in workers for p in problems for m in methods
+        ]
         print(f"{len(jobs)} runs -> {out}", flush=True)
         run_all(jobs, out / "runs.csv", parse_deadline(args.deadline), run=one_run)
     print(write_report(out))

@@ -68,7 +68,9 @@ class LookupTable:
 
 def available(name: str) -> bool:
     """Whether the table ``name`` has been built (its CSV and JSON exist)."""
-    return name in NAMES and all((TABLES_DIR / f"{name}.{ext}").is_file() for ext in ("csv", "json"))
+    return name in NAMES and all(
+        (TABLES_DIR / f"{name}.{ext}").is_file() for ext in ("csv", "json")
+    )
 
 
 @lru_cache(maxsize=None)

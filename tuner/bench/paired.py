@@ -2,7 +2,8 @@
 each variant's median best feasible score and on how many seeds it beat or lost to the
 reference's run with the same seed (same simulated clock and run times: a paired comparison).
 
-    python -m tuner.bench.paired RUNS.csv [RUNS.csv ...] --base tuner [--methods A B] [--out paired.md]
+    python -m tuner.bench.paired RUNS.csv [RUNS.csv ...] --base tuner [--methods A B] [--out \
+        paired.md]
 
 Several runs.csv files are read as one (e.g. a variant's runs beside the reference's).
 """
@@ -31,7 +32,9 @@ def merged(paths: Sequence[Path]) -> dict[Cell, list[dict[str, Any]]]:
     return {cell: list(rows.values()) for cell, rows in by_seed.items()}
 
 
-def wins_losses(rows: list[dict[str, Any]], base: list[dict[str, Any]], q: float) -> tuple[int, int, int]:
+def wins_losses(
+    rows: list[dict[str, Any]], base: list[dict[str, Any]], q: float
+) -> tuple[int, int, int]:
     """Seeds on which ``rows`` beat / lost to ``base`` at fraction q, and the seeds in common."""
     key = f"best_{q:g}"
     ref = {int(r["seed"]): r[key] for r in base}
@@ -42,7 +45,8 @@ def wins_losses(rows: list[dict[str, Any]], base: list[dict[str, Any]], q: float
 
 
 def over(rows: list[dict[str, Any]], q: float, limited: bool) -> str:
-    """At the full horizon of a constrained problem (``limited``): the median trials over the limit."""
+    """At the full horizon of a constrained problem (``limited``): the median trials over the
+    limit."""
     counts = [v for r in rows if not math.isnan(v := r.get("infeasible_trials", math.nan))]
     if q < 1 or not limited or not counts:
         return ""
@@ -67,31 +71,48 @@ def table(cells: dict[Cell, list[dict[str, Any]]], base: str,
             continue
         limited = constrained(cells, p, w)
         for q in FRACTIONS:
-            row = [p, str(w), f"H/{round(1 / q)}" if q < 1 else "H", fmt(median_best(ref, q)) + over(ref, q, limited)]
+            row = [
+                p,
+                str(w),
+                f"H/{round(1 / q)}" if q < 1 else "H",
+                fmt(median_best(ref, q)) + over(ref, q, limited),
+            ]
             for m in variants:
                 rows = cells.get((p, w, m))
                 if not rows:
                     row.append("")
                     continue
                 won, lost, n = wins_losses(rows, ref, q)
-                row.append(f"{fmt(median_best(rows, q))} ({won}/{lost} of {n})" + over(rows, q, limited))
+                row.append(
+                    f"{fmt(median_best(rows, q))} ({won}/{lost} of {n})" + over(rows, q, limited)
+                )
             lines.append("| " + " | ".join(row) + " |")
     return lines
 
 
 def main(argv: Sequence[str] | None = None) -> str:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("runs", nargs="+", help="runs.csv files of tuner.bench.compare")
     ap.add_argument("--base", default="tuner", help="the reference method (default: tuner)")
-    ap.add_argument("--methods", nargs="*", default=None, help="the variants to show (default: all)")
+    ap.add_argument(
+        "--methods", nargs="*", default=None, help="the variants to show (default: all)"
+    )
     ap.add_argument("--out", default=None, help="write the table here (markdown) as well")
     args = ap.parse_args(argv)
     cells = merged([Path(p) for p in args.runs])
     if not any(m == args.base for _, _, m in cells):
         raise SystemExit(f"--base {args.base!r}: no runs of it in {args.runs}")
-    text = "\n".join([f"Median best feasible score; (won/lost of n): seeds on which the variant "
-                      f"beat / lost to `{args.base}` with the same seed; at H on a constrained problem, "
-                      f"the median trials on configurations over the limit.", "", *table(cells, args.base, args.methods)])
+    text = "\n".join(
+        [
+            f"Median best feasible score; (won/lost of n): seeds on which the variant "
+            f"beat / lost to `{args.base}` with the same seed; at H on a constrained problem, "
+            f"the median trials on configurations over the limit.",
+            "",
+            *table(cells, args.base, args.methods),
+        ]
+    )
     if args.out:
         Path(args.out).write_text(text + "\n")
     try:

@@ -32,9 +32,12 @@ from .problems import Problem
 # this project's methods: Optimizer overrides.  ``tuner`` is the default Settings() as is; the
 # others are paper 001's algorithms and 003's CBO on the paper-exact settings (tuner.PAPER_EXACT).
 PAPER = by_name(PAPER_EXACT)    # by name: a variant names a switch at the top
-DEFAULT = {k: v for k, v in Settings().flat().items() if k in (*by_name(PAPER_EXACT), "censor_noise")}
+DEFAULT = {
+    k: v for k, v in Settings().flat().items() if k in (*by_name(PAPER_EXACT), "censor_noise")
+}
 STUDY = {**DEFAULT, **STUDY_OPTIMIZER_DEFAULTS}      # what a study (tuner run, TunerSearch) runs
-STUDY_2026_11_26 = {"output_warp": "copula", "kernel": "matern52"}   # a study's defaults, 2026-11-26
+# a study's defaults, 2026-11-26
+STUDY_2026_11_26 = {"output_warp": "copula", "kernel": "matern52"}
 STUDY_2026_11_27 = {**STUDY_2026_11_26, "noise_floor": 1e-3}          # and 2026-11-27
 # a study's constraint GPs before 2026-11-27: prior and running trials at the boundary g = 0
 GZERO = {"constraint_prior_mean": "zero", "constraint_pending": "zero"}
@@ -91,27 +94,50 @@ ABLATION: dict[str, dict[str, Any]] = {
     "default-b0.5": {**DEFAULT, "beta": 0.5},
     "default-b2": {**DEFAULT, "beta": 2.0},
     "default-ts": {**DEFAULT, "algorithm": "gp-ts-sdf"},
-    # candidates mostly near the incumbents (a fixed trust region, to test boundary over-exploration)
+    # candidates mostly near the incumbents (a fixed trust region, to test boundary
+    # over-exploration)
     "default-local": {**DEFAULT, "n_candidates": 64, "n_local": 1024},
-    "default-norefine": {**DEFAULT, "n_starts": 0},     # the candidates' best, no L-BFGS-B
+    "default-norefine": {**DEFAULT, "n_starts": 0},  # the candidates' best, no L-BFGS-B
     "default-matern-refit": {**DEFAULT, "kernel": "matern52", "refit_dense_until": 200},
     "default-matern-init6": {**DEFAULT, "kernel": "matern52", "n_initial": 6},
     "default-init6": {**DEFAULT, "n_initial": 6},
-    "default-mi6-refit": {**DEFAULT, "kernel": "matern52", "n_initial": 6, "refit_dense_until": 200},
-    "default-mi6-refit-r3": {**DEFAULT, "kernel": "matern52", "n_initial": 6,
-                             "refit_dense_until": 200, "fit_restarts": 3},
+    "default-mi6-refit": {
+        **DEFAULT,
+        "kernel": "matern52",
+        "n_initial": 6,
+        "refit_dense_until": 200,
+    },
+    "default-mi6-refit-r3": {
+        **DEFAULT,
+        "kernel": "matern52",
+        "n_initial": 6,
+        "refit_dense_until": 200,
+        "fit_restarts": 3,
+    },
     "default-mi6-r3": {**DEFAULT, "kernel": "matern52", "n_initial": 6, "fit_restarts": 3},
     # a setting given as a function of the problem: one start-up point more than parameters
     "default-init-d1": {**DEFAULT, "n_initial": lambda p: len(p.space) + 1},
-    "default-matern-init-d1": {**DEFAULT, "kernel": "matern52",
-                               "n_initial": lambda p: len(p.space) + 1},
+    "default-matern-init-d1": {
+        **DEFAULT,
+        "kernel": "matern52",
+        "n_initial": lambda p: len(p.space) + 1,
+    },
     "default-matern-gse": {**DEFAULT, "kernel": "matern52", "constraint_kernel": "se"},
-    "default-matern-gse-d1": {**DEFAULT, "kernel": "matern52", "constraint_kernel": "se",
-                              "n_initial": lambda p: len(p.space) + 1},
+    "default-matern-gse-d1": {
+        **DEFAULT,
+        "kernel": "matern52",
+        "constraint_kernel": "se",
+        "n_initial": lambda p: len(p.space) + 1,
+    },
     "default-kauto": {**DEFAULT, "kernel": "auto"},
     "default-until-result": {**DEFAULT, "startup_until_result": True},
-    "default-matern-d1-until": {**DEFAULT, "kernel": "matern52", "constraint_kernel": "se",
-                                "n_initial": lambda p: len(p.space) + 1, "startup_until_result": True},
+    "default-matern-d1-until": {
+        **DEFAULT,
+        "kernel": "matern52",
+        "constraint_kernel": "se",
+        "n_initial": lambda p: len(p.space) + 1,
+        "startup_until_result": True,
+    },
     "default-kauto-d1": {**DEFAULT, "kernel": "auto", "n_initial": lambda p: len(p.space) + 1},
     # large studies: copies of running trials allowed, as before running_correlation
     "default-copies": {**DEFAULT, "running_correlation": None},
@@ -120,8 +146,12 @@ ABLATION: dict[str, dict[str, Any]] = {
     # log EI on the censored GP instead of the UCB (a candidate default)
     "default-ei": {**DEFAULT, "algorithm": "gp-ei-sdf"},
     "default-ei-matern": {**DEFAULT, "algorithm": "gp-ei-sdf", "kernel": "matern52"},
-    "default-ei-matern-gse": {**DEFAULT, "algorithm": "gp-ei-sdf", "kernel": "matern52",
-                              "constraint_kernel": "se"},
+    "default-ei-matern-gse": {
+        **DEFAULT,
+        "algorithm": "gp-ei-sdf",
+        "kernel": "matern52",
+        "constraint_kernel": "se",
+    },
     "default-copula": {**DEFAULT, "output_warp": "copula"},
     "default-copula-matern": COPULA_MATERN,
     # the study defaults of 2026-11-26 with less or more exploration (W = 16, where TPE leads)
@@ -144,7 +174,12 @@ ABLATION: dict[str, dict[str, Any]] = {
     "study-believe3": {**FLOOR, "believe_past": 3},
     "study-believe0": {**FLOOR, "believe_past": 0},
     "study-finish": {**FLOOR, "believe_past": 3, "finish_by_deadline": True},
-    "study-idle": {**FLOOR, "believe_past": 3, "finish_by_deadline": True, "idle_near_deadline": True},
+    "study-idle": {
+        **FLOOR,
+        "believe_past": 3,
+        "finish_by_deadline": True,
+        "idle_near_deadline": True,
+    },
     "study-ts-believe3": {**FLOOR, "algorithm": "gp-ts-sdf", "believe_past": 3},
     # the Optimizer's defaults, running trials believed past 3 running
     "default-believe3": {**DEFAULT, "believe_past": 3},
@@ -186,8 +221,9 @@ ABLATION: dict[str, dict[str, Any]] = {
     # and with no warp (docs/research/results/tail-warp-2026-11-28)
     "study-tail": {**STUDY, "output_warp": "tail"},
     "study-nowarp": {**STUDY, "output_warp": "none"},
-    # a study's defaults with the copula or none (output_warp auto until 2026-11-28's tail-or-copula,
-    # which it still is with a constraint or a context; docs/research/results/tail-or-copula-2026-11-28)
+    # a study's defaults with the copula or none (output_warp auto until 2026-11-28's
+    # tail-or-copula, which it still is with a constraint or a context;
+    # docs/research/results/tail-or-copula-2026-11-28)
     "study-none-or-copula": {**STUDY, "output_warp": "none-or-copula"},
     # the Optimizer's defaults with both (not its default: mixed there, see the results README)
     "tuner-gpm": {"constraint_prior_mean": "mean", "constraint_pending": "mean"},
@@ -222,7 +258,9 @@ class Adapter:
         self.pending[tid] = handle
 
     def _told(self, tid: int, finish_time: float | None) -> Any:
-        self.events.append(("tell", tid, float(self.clock() if finish_time is None else finish_time)))
+        self.events.append(
+            ("tell", tid, float(self.clock() if finish_time is None else finish_time))
+        )
         return self.pending.pop(tid)
 
     def constraint_value(self, metrics: Mapping[str, float] | None) -> float | None:
@@ -278,8 +316,14 @@ class OptunaAdapter(Adapter):
             trial.set_user_attr("constraint", g)
         self.study.tell(trial, float(value))
 
-    def fail(self, trial_id: int, reason: str = "failed", metrics: Mapping[str, float] | None = None,
-             finish_time: float | None = None, status: str = "FAILED") -> None:
+    def fail(
+        self,
+        trial_id: int,
+        reason: str = "failed",
+        metrics: Mapping[str, float] | None = None,
+        finish_time: float | None = None,
+        status: str = "FAILED",
+    ) -> None:
         self.study.tell(self._told(trial_id, finish_time), state=self._optuna.trial.TrialState.FAIL)
 
 
@@ -310,8 +354,14 @@ class SyneTuneAdapter(Adapter):
              finish_time: float | None = None) -> None:
         self.scheduler.tell(self._told(trial_id, finish_time), {"y": float(value)})
 
-    def fail(self, trial_id: int, reason: str = "failed", metrics: Mapping[str, float] | None = None,
-             finish_time: float | None = None, status: str = "FAILED") -> None:
+    def fail(
+        self,
+        trial_id: int,
+        reason: str = "failed",
+        metrics: Mapping[str, float] | None = None,
+        finish_time: float | None = None,
+        status: str = "FAILED",
+    ) -> None:
         trial = self._told(trial_id, finish_time)
         self.scheduler.base_scheduler.on_trial_error(trial)
 
@@ -371,7 +421,9 @@ def make_method(method: str, problem: Problem, seed: int) -> Any:
         cons = [problem.constraint] if problem.constraint and method != "random" else []
         settings = PROJECT[method] if method in PROJECT else ABLATION[method]
         settings = {k: v(problem) if callable(v) else v for k, v in settings.items()}
-        return Optimizer(problem.space, Settings.from_dict({**settings, "seed": seed, "constraints": cons}))
+        return Optimizer(
+            problem.space, Settings.from_dict({**settings, "seed": seed, "constraints": cons})
+        )
     if method == "optuna-tpe":
         return OptunaAdapter(problem, "tpe", seed)
     if method == "optuna-gp":

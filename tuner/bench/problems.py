@@ -196,19 +196,35 @@ def _synthetic(name: str, fn: TestFunction, noise: float = 0.0, rounds: float = 
 
 def _hpo(budget: bool) -> Problem:
     cons = {"metric": "runtime", "limit": HPO_BUDGET, "type": "budget", "runtime": True}
-    return Problem("hpo-mixed-budget" if budget else "hpo-mixed", HPO_SPACE, hpo_accuracy,
-                   _hpo_opt(HPO_BUDGET if budget else None), hpo_runtime, noise_std=0.005,
-                   constraint=cons if budget else None,
-                   note="lr (log), layers (int), batch (int, log), optimizer (categorical), dropout"
-                        + (f"; run-time budget {HPO_BUDGET:g} s excludes the deep small-batch optimum"
-                           if budget else ""))
+    return Problem(
+        "hpo-mixed-budget" if budget else "hpo-mixed",
+        HPO_SPACE,
+        hpo_accuracy,
+        _hpo_opt(HPO_BUDGET if budget else None),
+        hpo_runtime,
+        noise_std=0.005,
+        constraint=cons if budget else None,
+        note="lr (log), layers (int), batch (int, log), optimizer (categorical), dropout"
+        + (
+            f"; run-time budget {HPO_BUDGET:g} s excludes the deep small-batch optimum"
+            if budget
+            else ""
+        ),
+    )
 
 
 def _training() -> Problem:
-    return Problem("budgeted-training", dict(_TRAINING.space), _TRAINING, _training_opt(30.0),
-                   _TRAINING.mean_run_time, noise_std=0.01, cv=_TRAINING.cv,
-                   constraint={"metric": "runtime", "limit": 30.0, "type": "budget", "runtime": True},
-                   note="tuner.loop.problems.BudgetedTraining, budget 30 s (unconstrained optimum: 56 s runs)")
+    return Problem(
+        "budgeted-training",
+        dict(_TRAINING.space),
+        _TRAINING,
+        _training_opt(30.0),
+        _TRAINING.mean_run_time,
+        noise_std=0.01,
+        cv=_TRAINING.cv,
+        constraint={"metric": "runtime", "limit": 30.0, "type": "budget", "runtime": True},
+        note="tuner.loop.problems.BudgetedTraining, budget 30 s (unconstrained optimum: 56 s runs)",
+    )
 
 
 def _gardner() -> Problem:
@@ -276,7 +292,9 @@ PROBLEMS: dict[str, Callable[[], Problem]] = {
     "ackley5": _synthetic("ackley5", ACKLEY5),
     "levy5": _synthetic("levy5", LEVY5),
     "branin-noisy": _synthetic("branin-noisy", BRANIN, noise=2.0, note="noise N(0, 2^2)"),
-    "hartmann6-noisy": _synthetic("hartmann6-noisy", HARTMANN6, noise=0.1, note="noise N(0, 0.1^2)"),
+    "hartmann6-noisy": _synthetic(
+        "hartmann6-noisy", HARTMANN6, noise=0.1, note="noise N(0, 0.1^2)"
+    ),
     "hpo-mixed": lambda: _hpo(False),
     "hpo-mixed-budget": lambda: _hpo(True),
     "budgeted-training": _training,
@@ -284,7 +302,11 @@ PROBLEMS: dict[str, Callable[[], Problem]] = {
     "sin-constrained": _sin,
     **{f"lookup-{n}": (lambda n=n: _lookup(n)) for n in LOOKUP_NAMES},
     **{n: (lambda n=n: _recorded(n, False)) for n in RECORDED},
-    **{f"{n}-budget": (lambda n=n: _recorded(n, True)) for n in RECORDED if not n.startswith("nb201")},
+    **{
+        f"{n}-budget": (lambda n=n: _recorded(n, True))
+        for n in RECORDED
+        if not n.startswith("nb201")
+    },
 }
 
 

@@ -74,7 +74,8 @@ SPACES: dict[str, dict[str, dict[str, Any]]] = {
 
 
 def names() -> list[str]:
-    """The problem names: ``mlp-car``, ..., ``fcnet-naval``, ``fcnet-parkinsons``, ``nb201-cifar10``."""
+    """The problem names: ``mlp-car``, ..., ``fcnet-naval``, ``fcnet-parkinsons``,
+    ``nb201-cifar10``."""
     return [f"{fam}-{SHORT.get(d, d)}" for fam, spec in FAMILIES.items() for d in spec[4]]
 
 
@@ -133,7 +134,8 @@ def load(problem: str) -> Table:
     with path.open("rb") as fh:
         raw = pickle.load(fh)
     scores, times = [], []
-    for digits in itertools.product(*(range(len(v)) for v in grid.values())):   # Table.index's order
+    # Table.index's order
+    for digits in itertools.product(*(range(len(v)) for v in grid.values())):
         rec = raw["".join(map(str, digits))]
         scores.append(rec[metric])
         times.append(rec["train_time"])

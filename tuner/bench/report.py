@@ -59,8 +59,11 @@ def headline(cells: dict[Cell, list], workers: int) -> list[str]:
     out = ["| problem (f*) | " + " | ".join(methods) + " |", "|---" * (len(methods) + 1) + "|"]
     for p in problems:
         prob = get_problem(p)
-        vals = {m: (median_best(cells[(p, workers, m)], 0.5), median_best(cells[(p, workers, m)], 1.0))
-                for m in methods if (p, workers, m) in cells}
+        vals = {
+            m: (median_best(cells[(p, workers, m)], 0.5), median_best(cells[(p, workers, m)], 1.0))
+            for m in methods
+            if (p, workers, m) in cells
+        }
         top = max(v[1] for v in vals.values())
         row = [f"{p} ({fmt(prob.f_opt) if prob.f_opt is not None else '?'})"]
         for m in methods:
@@ -79,7 +82,8 @@ def headline(cells: dict[Cell, list], workers: int) -> list[str]:
 
 
 def _winner(a: float, b: float) -> str:
-    """"project" if a is better, "peer" if b is, "tie" within 0.1 % (or both without a feasible result)."""
+    """"project" if a is better, "peer" if b is, "tie" within 0.1 % (or both without a feasible
+    result)."""
     if a == b or (math.isfinite(a) and math.isfinite(b) and abs(a - b) <= 1e-3 * (abs(a) + abs(b))):
         return "tie"
     return "project" if a > b else "peer"
@@ -88,8 +92,11 @@ def _winner(a: float, b: float) -> str:
 def wins(cells: dict[Cell, list]) -> list[str]:
     """Per (problem, W, horizon fraction): the default and the best median among this project's
     methods against the best median among the peers (Optuna, Syne Tune)."""
-    out = ["| problem | W | at | default (tuner) | best of this project | best peer | default vs peer "
-           "| best project vs peer |", "|---|---|---|---|---|---|---|---|"]
+    out = [
+        "| problem | W | at | default (tuner) | best of this project | best peer | default vs peer "
+        "| best project vs peer |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     tally: dict[tuple[str, float], dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for p, w in dict.fromkeys((p, w) for p, w, _ in cells):
         for q in FRACTIONS:
@@ -115,11 +122,14 @@ def wins(cells: dict[Cell, list]) -> list[str]:
 
 def details(cells: dict[Cell, list], p: str, w: int) -> list[str]:
     prob = get_problem(p)
-    out = [f"#### {p}, W = {w}: horizon {fmt(cells[next(c for c in cells if c[:2] == (p, w))][0]['horizon'])} s, "
-           f"f* = {fmt(prob.f_opt) if prob.f_opt is not None else '?'}, target {fmt(prob.target())}\n",
-           "| method | seeds | trials | best @ H/4 | best @ H/2 | best @ H | time to target (reached) "
-           "| infeasible trials | infeasible worker-s (share) | suggest ms |",
-           "|---" * 10 + "|"]
+    out = [
+        f"#### {p}, W = {w}: horizon "
+        f"{fmt(cells[next(c for c in cells if c[:2] == (p, w))][0]['horizon'])} s, "
+        f"f* = {fmt(prob.f_opt) if prob.f_opt is not None else '?'}, target {fmt(prob.target())}\n",
+        "| method | seeds | trials | best @ H/4 | best @ H/2 | best @ H | time to target (reached) "
+        "| infeasible trials | infeasible worker-s (share) | suggest ms |",
+        "|---" * 10 + "|",
+    ]
     for m in order({c[2] for c in cells if c[:2] == (p, w)}):
         rows = cells[(p, w, m)]
         best = []
@@ -130,11 +140,14 @@ def details(cells: dict[Cell, list], p: str, w: int) -> list[str]:
         reached = int(np.isfinite(ttt).sum())
         inf_s = np.median([r["infeasible_seconds"] for r in rows])
         share = np.median([r["infeasible_seconds"] / max(r["worker_seconds"], 1e-12) for r in rows])
-        out.append(f"| {m} | {len(rows)} | {np.median([r['trials'] for r in rows]):.0f} | "
-                   + " | ".join(best)
-                   + f" | {fmt(float(np.median(ttt)))} ({reached}/{len(rows)}) "
-                   f"| {np.median([r['infeasible_trials'] for r in rows]):.0f} | {inf_s:.0f} ({100 * share:.0f} %) "
-                   f"| {np.median([r['suggest_ms_median'] for r in rows]):.1f} |")
+        out.append(
+            f"| {m} | {len(rows)} | {np.median([r['trials'] for r in rows]):.0f} | "
+            + " | ".join(best)
+            + f" | {fmt(float(np.median(ttt)))} ({reached}/{len(rows)}) "
+            f"| {np.median([r['infeasible_trials'] for r in rows]):.0f} | {inf_s:.0f} "
+            f"({100 * share:.0f} %) "
+            f"| {np.median([r['suggest_ms_median'] for r in rows]):.1f} |"
+        )
     return out
 
 
@@ -144,7 +157,8 @@ def problem_table(names: list[str]) -> list[str]:
     for n in names:
         p = get_problem(n)
         c = p.constraint
-        cons = "" if c is None else (f"mean run time <= {c['limit']:g} s" if p.budget else "g(x) <= 0")
+        cons = "" if c is None else (f"mean run time <= {c['limit']:g} s" if p.budget else "g(x) "
+                                                                                           "<= 0")
         out.append(f"| {n} | {len(p.space)} | {fmt(p.f_opt) if p.f_opt is not None else '?'} | "
                    f"{fmt(p.target())} | {cons} | {p.noise_std:g} | {p.note} |")
     return out

@@ -142,7 +142,12 @@ def thompson_sample(post: Posterior, C: np.ndarray, nu: float,
     O(m^2 + n m) per draw instead of O(n m^2 + m^3).
     """
     gp = post.var_gp
-    if isinstance(post, Posterior) and C is gp.anchor and gp.n and bool((gp.anchor_index >= 0).all()):
+    if (
+        isinstance(post, Posterior)
+        and C is gp.anchor
+        and gp.n
+        and bool((gp.anchor_index >= 0).all())
+    ):
         mean, _ = post.predict(C)
         f0 = gp.anchor_prior_chol() @ rng.standard_normal(len(C))
         eps = np.sqrt(gp.hyper.noise) * rng.standard_normal(gp.n)

@@ -30,11 +30,11 @@ class Window:
     The default is m = inf: a pending trial is censored while it runs and its result counts
     whenever it arrives.  Paper 001 §6 recommends m = 2 mu ("auto"); in simulated asynchronous
     studies that censored 8.5 % of the results for good and left 2.3x the simple regret of
-    m = inf, which matched m = 2 mu in the paper's own setting (docs/research/notes/evidence.md, "Censoring window").
-    "auto" estimates the mean delay over all started trials, counting a still-running trial at
-    its current age: a lower bound that, unlike the mean over finished trials only, is not
-    biased towards the fast ones.  Before any trial has started, or while every age is zero,
-    the window is unbounded.  As m moves with the estimate, a result's status follows the
+    m = inf, which matched m = 2 mu in the paper's own setting (docs/research/notes/evidence.md,
+    "Censoring window"). "auto" estimates the mean delay over all started trials, counting a
+    still-running trial at its current age: a lower bound that, unlike the mean over finished trials
+    only, is not biased towards the fast ones.  Before any trial has started, or while every age is
+    zero, the window is unbounded.  As m moves with the estimate, a result's status follows the
     current m (a late result that a later, larger m covers counts again).
     """
 
@@ -48,9 +48,13 @@ class Window:
             self.size = math.inf
         if isinstance(self.size, str):
             if self.size != "auto":
-                raise ValueError(f"window.size must be a positive number, 'inf' or 'auto' (got {self.size!r})")
-        elif isinstance(self.size, bool) or not (isinstance(self.size, (int, float)) and self.size > 0):
-            raise ValueError(f"window.size must be a positive number, 'inf' or 'auto' (got {self.size!r})")
+                raise ValueError("window.size must be a positive number, 'inf' or 'auto' (got "
+                                 f"{self.size!r})")
+        elif isinstance(self.size, bool) or not (
+            isinstance(self.size, (int, float)) and self.size > 0
+        ):
+            raise ValueError("window.size must be a positive number, 'inf' or 'auto' (got "
+                             f"{self.size!r})")
 
     def resolve(self, trials: Iterable[Trial], now: float, t: int) -> float:
         """The window m in force when query ``t`` is chosen at time ``now``."""
@@ -93,8 +97,9 @@ def censored_targets(trials: Sequence[Trial], done: list[Trial], mode: str, lo: 
     y = np.zeros(len(trials))
     partial = [tr for tr in trials if tr.partial is not None] if at_partial else []
     if partial:
-        y[[tr.start_index for tr in partial]] = normalized(partial, mode, lo, hi,
-                                                           values=[tr.partial for tr in partial], warp=warp)
+        y[[tr.start_index for tr in partial]] = normalized(
+            partial, mode, lo, hi, values=[tr.partial for tr in partial], warp=warp
+        )
     if done:
         y[[tr.start_index for tr in done]] = normalized(done, mode, lo, hi, warp=warp)
     return y

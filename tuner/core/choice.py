@@ -61,11 +61,18 @@ class Chooser:
         return counted(self.ledger.trials, self.window, self.algorithm.pending, now, t)
 
     def censored(self, done: list[Trial]) -> np.ndarray:
-        return censored_targets(self.ledger.trials, done, self.settings.mode, *self.scale.reward_range(),
-                                self.settings.research.censored.censor_at_partial, self.scale.warp())
+        return censored_targets(
+            self.ledger.trials,
+            done,
+            self.settings.mode,
+            *self.scale.reward_range(),
+            self.settings.research.censored.censor_at_partial,
+            self.scale.warp(),
+        )
 
     def objective_view(self, done: list[Trial], y_all: np.ndarray, refit: bool = True) -> Posterior:
-        """Refit if due, then the objective's posterior the algorithm's pending-trial rule asks for."""
+        """Refit if due, then the objective's posterior the algorithm's pending-trial rule asks
+        for."""
         return self.view(self.objective, self.ledger.trials, self.ledger.by_id, done, y_all,
                          self.scale.targets, self.rng, refit=refit, objective=True)
 
@@ -104,8 +111,16 @@ class Chooser:
         self.scale.choose(done, self.objective, self.view.X, self.n_initial, self.subset_active)
         post = self.objective_view(done, self.censored(done))
         beta = self.exploration.beta_t(self.objective.gp_all, t)
-        nu = self.exploration.nu(post=post, trials=self.ledger.trials, running=self.ledger.live.values(), m=m, now=now, t=t, beta=beta,
-                                 bound=s.research.exploration.b_y)
+        nu = self.exploration.nu(
+            post=post,
+            trials=self.ledger.trials,
+            running=self.ledger.live.values(),
+            m=m,
+            now=now,
+            t=t,
+            beta=beta,
+            bound=s.research.exploration.b_y,
+        )
         kind = algo.estimate
         if z is not None and s.research.search.new_context == "mean" and self.contexts.is_new(
                 z, self.ledger.trials, done):
@@ -118,14 +133,20 @@ class Chooser:
 
         def on_configs(h: Callable[[np.ndarray], np.ndarray]) -> Callable[[np.ndarray], np.ndarray]:
             """An estimate on the GP's inputs as one on configurations (at z_t, if a context)."""
-            return h if z is None else at_context(h, lambda U: joint if U is C else self.contexts.join(U, z))
+            return (
+                h
+                if z is None
+                else at_context(h, lambda U: joint if U is C else self.contexts.join(U, z))
+            )
 
         best = self._plugin_incumbent(post, done, joint, z) if kind == "ei" else None
         f_est = on_configs(acq.estimate(kind, post, nu, joint, +1.0, self.rng, best))
         taken = any_of(self._near_running(z), self._late(now, C, z))
         if self.estimates.constraints:
-            g_ests = [on_configs(self.estimates.estimate(j, m, now, t, joint, beta, log=kind == "ei"))
-                      for j in range(len(self.estimates.constraints))]
+            g_ests = [
+                on_configs(self.estimates.estimate(j, m, now, t, joint, beta, log=kind == "ei"))
+                for j in range(len(self.estimates.constraints))
+            ]
             f_bound, (lo, hi) = self.scale.f_bound(), self.scale.reward_range()
             h = self.estimates.score(t, f_est, g_ests, (lo, hi - lo), self.scale.warp(),
                                      log=kind == "ei", f_bound=f_bound)

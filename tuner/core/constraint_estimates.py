@@ -41,11 +41,26 @@ class ConstraintEstimates:
         rng: the optimizer's random generator (Thompson draws of g).
     """
 
-    def __init__(self, settings: Settings, constraints: list[Constraint], models: list[CensoredModel],
-                 handler: Handler, samplers: Mapping[str, Sampler], ledger: TrialLedger,
-                 view: PosteriorView, exploration: Exploration, space: SearchSpace,
-                 algorithm: Algorithm, rng: np.random.Generator):
-        self.settings, self.constraints, self.models, self.handler = settings, constraints, models, handler
+    def __init__(
+        self,
+        settings: Settings,
+        constraints: list[Constraint],
+        models: list[CensoredModel],
+        handler: Handler,
+        samplers: Mapping[str, Sampler],
+        ledger: TrialLedger,
+        view: PosteriorView,
+        exploration: Exploration,
+        space: SearchSpace,
+        algorithm: Algorithm,
+        rng: np.random.Generator,
+    ):
+        self.settings, self.constraints, self.models, self.handler = (
+            settings,
+            constraints,
+            models,
+            handler,
+        )
         self.samplers = dict(samplers)
         need = [c.metric for c in constraints if c.observable]
         if sorted(self.samplers) != sorted(need):
@@ -70,8 +85,9 @@ class ConstraintEstimates:
             if c.observable:
                 trial.metrics[c.metric] = float(sample(self.samplers, c, t, [trial.config])[0])
         if self.handler.g_estimate == "sample":
-            self.handler.after_choice(t, [float(c.g(trial.metrics[c.metric])) for c in self.constraints],
-                                      f_bound())
+            self.handler.after_choice(
+                t, [float(c.g(trial.metrics[c.metric])) for c in self.constraints], f_bound()
+            )
 
     def posterior(self, j: int, m: float, now: float, refit: bool = True) -> Posterior:
         """Constraint j's posterior of g at ``now`` with window ``m`` (refit if due)."""
@@ -98,13 +114,22 @@ class ConstraintEstimates:
         feasibility (``log``: its log) or the round's sample; ``beta_t``: the objective's."""
         c, s = self.constraints[j], self.settings
         if self.handler.g_estimate == "sample":
-            return lambda U: np.asarray(c.g(sample(self.samplers, c, t, [self.space.decode(u) for u in U])),
-                                        dtype=float)
+            return lambda U: np.asarray(
+                c.g(sample(self.samplers, c, t, [self.space.decode(u) for u in U])), dtype=float
+            )
         post_g = self.posterior(j, m, now)
         beta_g = s.research.exploration.beta_g
         beta = float(beta_g) if beta_g is not None else beta_t
-        nu_g = self.exploration.nu(post=post_g, trials=self.ledger.trials, running=self.ledger.live.values(), m=m, now=now, t=t,
-                                   beta=beta, bound=s.research.exploration.b_c)  # v_t^g, 004 §5
+        nu_g = self.exploration.nu(
+            post=post_g,
+            trials=self.ledger.trials,
+            running=self.ledger.live.values(),
+            m=m,
+            now=now,
+            t=t,
+            beta=beta,
+            bound=s.research.exploration.b_c,
+        )  # v_t^g, 004 §5
         if self.handler.g_estimate in SHIFTS:
             return acq.shifted(post_g, SHIFTS[self.handler.g_estimate] * nu_g)
         if self.handler.g_estimate == "pof":
@@ -130,7 +155,9 @@ class ConstraintEstimates:
 
         return h
 
-    def after_choice(self, t: int, x: np.ndarray, g_ests: Sequence[Estimate], f_bound: float) -> None:
+    def after_choice(
+        self, t: int, x: np.ndarray, g_ests: Sequence[Estimate], f_bound: float
+    ) -> None:
         """The handler's step once x_t is chosen (SCGP's is in ``observe_samples``)."""
         if self.handler.g_estimate != "sample":
             self.handler.after_choice(t, [float(g(x[None, :])[0]) for g in g_ests], f_bound)

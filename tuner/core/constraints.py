@@ -25,33 +25,35 @@ objective's); a pending constraint value is censored to 0 as in paper 004 §5
 
 Handlers (``Settings.constraint_handler``; options in ``Settings.handler_options``):
 
-=========  ==========================  ==========  ==================================================
-name       paper                       g_t         options (default)
-=========  ==========================  ==========  ==================================================
-``rpol``   004 eqs. 11-12, §4-§6,      LCB         ``q1`` (1.0): Q_1
+=========  ========================  ==========  ==================================================
+name       paper                     g_t         options (default)
+=========  ========================  ==========  ==================================================
+``rpol``   004 eqs. 11-12, §4-§6,    LCB         ``q1`` (1.0): Q_1
            App. C (delays), App. D
            (``sliding_window``)
-``cbo``    003 Alg. 1 (UCB, TS,        the         ``rho`` (10): dual bound; ``horizon`` (100): T in
-           RandGP-UCB by algorithm)    algorithm's V = G sqrt(T) / rho; ``clip_f`` (null: the
-                                                   objective's bound max(|y_min|, |y_max|)): B;
-                                                   ``clip_g`` (1.0): G
-``penalty``000 Alg. 2 (noiseless,      the         ``epoch`` (20): S; ``update`` (``multiplicative``
-           multiplicative) and         algorithm's = Alg. 2, ``additive`` = Alg. 3); ``psi``
-           Alg. 3 (noisy, additive)                (``exp`` = eq. 10, ``poly`` = eq. 9); ``c`` (1.0),
-                                                   ``power`` (2.0): the constants of eqs. 9-10;
-                                                   ``step`` (0.5): mu of Alg. 3 (App. E.1.2)
-``scgp``   003 Alg. 2 (full            the         ``delta`` (1.0): Slater slack in
-           constraint information)     sample      V_t = delta sqrt(t) / (8 B); ``clip_f`` as cbo
-``pof``    none (Gardner et al. 2014:  P(g <= 0)   none: [UCB f]^+ x prod_j P(g_j <= 0); before
-           constrained EI's weight)                any feasible result, prod_j P(g_j <= 0) alone
-=========  ==========================  ==========  ==================================================
+``cbo``    003 Alg. 1 (UCB, TS,      the         ``rho`` (10): dual bound; ``horizon`` (100): T in
+           RandGP-UCB by algorithm)  algorithm's V = G sqrt(T) / rho; ``clip_f`` (null: the
+                                                 objective's bound max(|y_min|, |y_max|)): B;
+                                                 ``clip_g`` (1.0): G
+``penalty``000 Alg. 2 (noiseless,    the         ``epoch`` (20): S; ``update`` (``multiplicative``
+           multiplicative) and       algorithm's = Alg. 2, ``additive`` = Alg. 3); ``psi``
+           Alg. 3 (noisy, additive)              (``exp`` = eq. 10, ``poly`` = eq. 9); ``c`` (1.0),
+                                                 ``power`` (2.0): the constants of eqs. 9-10;
+                                                 ``step`` (0.5): mu of Alg. 3 (App. E.1.2)
+``scgp``   003 Alg. 2 (full          the         ``delta`` (1.0): Slater slack in
+           constraint information)   sample      V_t = delta sqrt(t) / (8 B); ``clip_f`` as cbo
+``pof``    none (Gardner et al.      P(g <= 0)   none: [UCB f]^+ x prod_j P(g_j <= 0); before
+           2014: constrained EI's                any feasible result, prod_j P(g_j <= 0) alone
+           weight)
+=========  ========================  ==========  ==================================================
 
 ``rpol`` also takes ``g`` (``lcb``): the constraint estimate, ``lcb`` (004 eq. 11), ``mean`` or
 ``ucb`` (pessimistic about feasibility).
 
 "the algorithm's" g_t: the constraint estimate of the same kind as the objective's
 (``Settings.algorithm``): UCB -> LCB mu - nu sigma (optimistic for a cost), TS -> a joint draw,
-RandGP-UCB -> mu + Z sigma.  RPOL uses the LCB (004 §3: the pessimistic-optimistic pair) unless its option ``g`` says otherwise.
+RandGP-UCB -> mu + Z sigma.  RPOL uses the LCB (004 §3: the pessimistic-optimistic pair) unless its
+option ``g`` says otherwise.
 
 All handlers see the objective's estimate on the objective's own scale (the reward
 sign * y mapped back from the GP's [0, 1] targets), so Q, phi, kappa weigh the same units as in
@@ -180,7 +182,9 @@ def feasible(trial: Trial, constraints: Sequence[Constraint]) -> bool:
         (v := c.observed(trial)) is not None and v <= 0 for c in constraints)
 
 
-def sample(samplers: Mapping[str, Any], c: Constraint, t: int, configs: list[dict[str, Any]]) -> np.ndarray:
+def sample(
+    samplers: Mapping[str, Any], c: Constraint, t: int, configs: list[dict[str, Any]]
+) -> np.ndarray:
     """The round-t sample of an observable constraint's metric at ``configs`` (003 §4)."""
     values = np.asarray(samplers[c.metric](configs, t), dtype=float).reshape(-1)
     if len(values) != len(configs):
@@ -189,9 +193,13 @@ def sample(samplers: Mapping[str, Any], c: Constraint, t: int, configs: list[dic
     return values
 
 
-def check_reported(trial: Trial, constraints: Sequence[Constraint], metrics: Mapping[str, float]) -> None:
+def check_reported(
+    trial: Trial, constraints: Sequence[Constraint], metrics: Mapping[str, float]
+) -> None:
     """A finished trial must report every constrained metric, as a finite number."""
-    missing = [c.metric for c in constraints if c.metric not in metrics and c.metric not in trial.metrics]
+    missing = [
+        c.metric for c in constraints if c.metric not in metrics and c.metric not in trial.metrics
+    ]
     if missing:
         raise ValueError(f"trial {trial.trial_id}: constraint metric(s) {missing} missing from the "
                          f"reported metrics {sorted(metrics)}; every finished trial must "
@@ -225,7 +233,8 @@ class Handler:
     name = "none"
     g_estimate = "algorithm"  # lcb / mean / ucb, "algorithm", "sample" or "pof" (module docstring)
     normalized_f = False      # score() gets f on the GP's [0, 1] scale instead of the objective's
-    feasible_found = False    # set by the optimizer each round: a finished trial met every constraint
+    # set by the optimizer each round: a finished trial met every constraint
+    feasible_found = False
 
     def __init__(self, n_constraints: int):
         self.n = n_constraints
@@ -414,7 +423,8 @@ class Penalty(Handler):
                  psi: str = "exp", c: float = 1.0, power: float = 2.0, step: float = 0.5):
         super().__init__(n_constraints)
         if update not in UPDATES:
-            raise ValueError(f"handler_options.update must be one of {list(UPDATES)} (got {update!r})")
+            raise ValueError(f"handler_options.update must be one of {list(UPDATES)} (got "
+                             f"{update!r})")
         if psi not in PSI:
             raise ValueError(f"handler_options.psi must be one of {list(PSI)} (got {psi!r})")
         if int(epoch) < 1:
@@ -466,11 +476,14 @@ HANDLERS: dict[str, type[Handler]] = {h.name: h for h in (RPOL, CBO, Penalty, SC
 
 def handler_options(name: str) -> list[str]:
     """The option names a handler accepts (its constructor's keywords)."""
-    return sorted(set(inspect.signature(HANDLERS[name].__init__).parameters) - {"self", "n_constraints"})
+    return sorted(
+        set(inspect.signature(HANDLERS[name].__init__).parameters) - {"self", "n_constraints"}
+    )
 
 
 def make_handler(name: str, n_constraints: int, params: Mapping[str, Any]) -> Handler:
-    """The handler called ``name``; unknown names and options are errors that list the allowed ones."""
+    """The handler called ``name``; unknown names and options are errors that list the allowed
+    ones."""
     if name not in HANDLERS:
         raise ValueError(f"constraint_handler must be one of {list(HANDLERS)} (got {name!r})")
     if not isinstance(params, Mapping):

@@ -41,8 +41,10 @@ class Contexts:
     def encode(self, context: Mapping[str, Any] | None) -> np.ndarray:
         """z's encoding, snapped to a valid context; errors name the missing or unknown keys."""
         if context is None:
-            raise ValueError(f"this optimizer has a context_space: pass the context with every "
-                             f"suggestion, e.g. suggest(context={{...}}) with keys {self.space.names}")
+            raise ValueError(
+                f"this optimizer has a context_space: pass the context with every "
+                f"suggestion, e.g. suggest(context={{...}}) with keys {self.space.names}"
+            )
         unknown = sorted(set(context) - set(self.space.names))
         missing = [k for k in self.space.names if k not in context]
         if unknown or missing:

@@ -9,11 +9,11 @@ then -- and the target y_final - y_k.  A running run at step k is predicted to e
     y_k + mu(x, s_k, y_k),   with standard deviation sigma(x, s_k, y_k),
 
 from a GP with a squared-exponential kernel, one lengthscale per input, fit by marginal
-likelihood with a lengthscale prior (``gp.fit_hyperparameters``) each time a run finishes.  Conditioning on y_k is what
-lets it tell a slow starter that is on course (a learning rate that starts low and ends high,
-as finished runs showed) from one that is not; learning the gain from the runs of this study,
-not from a parametric curve family, is the design choice (freeze-thaw and DyHPO model the curve
-itself with a special kernel).  Values are maximized (pass -loss).
+likelihood with a lengthscale prior (``marginal_likelihood.fit_hyperparameters``) each time a run
+finishes. Conditioning on y_k is what lets it tell a slow starter that is on course (a learning rate
+that starts low and ends high, as finished runs showed) from one that is not; learning the gain from
+the runs of this study, not from a parametric curve family, is the design choice (freeze-thaw and
+DyHPO model the curve itself with a special kernel).  Values are maximized (pass -loss).
 """
 
 from __future__ import annotations

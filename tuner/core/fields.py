@@ -71,9 +71,13 @@ class Field:
         return value
 
     def _in_bounds(self, v: float) -> bool:
-        return ((self.above is None or v > self.above) and (self.minimum is None or v >= self.minimum)
-                and (self.maximum is None or v <= self.maximum)
-                and (self.below is None or v < self.below) and not math.isnan(v))
+        return (
+            (self.above is None or v > self.above)
+            and (self.minimum is None or v >= self.minimum)
+            and (self.maximum is None or v <= self.maximum)
+            and (self.below is None or v < self.below)
+            and not math.isnan(v)
+        )
 
     def allowed(self) -> str:
         """What the key may be, in words (the reference's column): choices, or types and range."""
@@ -156,7 +160,9 @@ def _is(value: Any, t: type) -> bool:
     if isinstance(value, bool):
         return t is bool
     if t is int:
-        return isinstance(value, numbers.Integral) or (isinstance(value, float) and value.is_integer())
+        return isinstance(value, numbers.Integral) or (
+            isinstance(value, float) and value.is_integer()
+        )
     if t is float:
         return isinstance(value, numbers.Real)
     return isinstance(value, t)

@@ -39,7 +39,8 @@ def blas_threads(fn: _F) -> _F:
     sides; there OpenBLAS threads cost more than they give, and far more when the cores are
     busy with the trials being tuned (measured on 2 shared cores, n = 2000: a 4-column
     triangular solve 1.5 ms with one thread vs 13 ms with two; a 200-point marginal-likelihood
-    evaluation 2.5 ms vs 46 ms; scripts/bench/bench_latency.py).  Numbers only change in the last bits.
+    evaluation 2.5 ms vs 46 ms; scripts/bench/bench_latency.py).  Numbers only change in the last
+    bits.
     """
 
     @functools.wraps(fn)

@@ -15,7 +15,8 @@ from .gp import HyperBounds, Hyperparameters, blas_threads
 from .kernels import Kernel
 
 
-SHARE_LOGIT = (-6.0, 6.0)     # the box of logit w and u (the shared-context kernel): in [0.0025, 0.9975]
+# the box of logit w and u (the shared-context kernel): in [0.0025, 0.9975]
+SHARE_LOGIT = (-6.0, 6.0)
 
 
 def pairwise_sqdiff(X: np.ndarray) -> np.ndarray:
@@ -119,7 +120,17 @@ def fit_hyperparameters(kernel: Kernel, X: np.ndarray, y: np.ndarray, start: Hyp
                         n_restarts: int = 2, lengthscale_prior: bool = False,
                         groups: np.ndarray | None = None) -> Hyperparameters:
     """The hyperparameters of ``fit_and_score``."""
-    return fit_and_score(kernel=kernel, X=X, y=y, start=start, rng=rng, bounds=bounds, n_restarts=n_restarts, lengthscale_prior=lengthscale_prior, groups=groups)[0]
+    return fit_and_score(
+        kernel=kernel,
+        X=X,
+        y=y,
+        start=start,
+        rng=rng,
+        bounds=bounds,
+        n_restarts=n_restarts,
+        lengthscale_prior=lengthscale_prior,
+        groups=groups,
+    )[0]
 
 
 @blas_threads
@@ -158,13 +169,21 @@ def fit_and_score(kernel: Kernel, X: np.ndarray, y: np.ndarray, start: Hyperpara
         share0 = [_logit(start.share)] + ([_logit(start.level)] if level else [])
         box = box[:-1] + [SHARE_LOGIT] * len(share0) + box[-1:]
     lo, hi = np.array([b[0] for b in box]), np.array([b[1] for b in box])
-    theta0 = np.clip(np.concatenate([[np.log(start.amplitude)], ls0, share0, [np.log(start.noise)]]),
-                     lo, hi)
+    theta0 = np.clip(
+        np.concatenate([[np.log(start.amplitude)], ls0, share0, [np.log(start.noise)]]), lo, hi
+    )
     starts = [theta0] + [lo + rng.random(len(lo)) * (hi - lo) for _ in range(n_restarts)]
     best_theta, best_val = theta0, np.inf
     for th in starts:
-        res = minimize(_posterior_objective, th, args=(kernel, S, y, lengthscale_prior, context, level),
-                       jac=True, method="L-BFGS-B", bounds=box, options={"maxiter": 200})
+        res = minimize(
+            _posterior_objective,
+            th,
+            args=(kernel, S, y, lengthscale_prior, context, level),
+            jac=True,
+            method="L-BFGS-B",
+            bounds=box,
+            options={"maxiter": 200},
+        )
         if np.isfinite(res.fun) and res.fun < best_val:
             best_theta, best_val = res.x, res.fun
     ls = np.exp(best_theta[1:1 + d])

@@ -142,14 +142,32 @@ class CensoredModel:
         # the kernel in use first, so a single kernel fits exactly as before
         order = sorted(self.kernels, key=lambda k: k is not self.gp_all.kernel)
         if deferred:
-            job = FitJob(kernels=order, X=X, y=y[idx], ids=[done[i].trial_id for i in idx], start=self.gp_all.hyper,
-                         seed=int(rng.integers(2 ** 63 - 1)), bounds=self.bounds, restarts=restarts, prior=lengthscale_prior,
-                         groups=self.groups)
+            job = FitJob(
+                kernels=order,
+                X=X,
+                y=y[idx],
+                ids=[done[i].trial_id for i in idx],
+                start=self.gp_all.hyper,
+                seed=int(rng.integers(2**63 - 1)),
+                bounds=self.bounds,
+                restarts=restarts,
+                prior=lengthscale_prior,
+                groups=self.groups,
+            )
             self.deferred = PendingFit(job, pool)
             return applied
         self.deferred = None
-        hyper, best = fit_best(kernels=order, X=X, y=y[idx], start=self.gp_all.hyper, rng=rng, bounds=self.bounds, restarts=restarts,
-                               prior=lengthscale_prior, groups=self.groups)
+        hyper, best = fit_best(
+            kernels=order,
+            X=X,
+            y=y[idx],
+            start=self.gp_all.hyper,
+            rng=rng,
+            bounds=self.bounds,
+            restarts=restarts,
+            prior=lengthscale_prior,
+            groups=self.groups,
+        )
         self._apply(hyper, order[best])
         return True
 
@@ -187,12 +205,20 @@ class CensoredModel:
         return gp
 
     def state_dict(self) -> dict[str, Any]:
-        return {"hyper": self.gp_all.hyper.to_dict(), "fit_n": self.fit_n, "all_base": self.all_base,
-                "done_ids": list(self.done_ids), "done_base": self.done_base,
-                "kernel": self.gp_all.kernel.name,
-                **({"members": list(self.members), "built_at": self.built_at}
-                   if self.members is not None else {}),
-                **({"deferred": self.deferred.job.state_dict()} if self.deferred is not None else {})}
+        return {
+            "hyper": self.gp_all.hyper.to_dict(),
+            "fit_n": self.fit_n,
+            "all_base": self.all_base,
+            "done_ids": list(self.done_ids),
+            "done_base": self.done_base,
+            "kernel": self.gp_all.kernel.name,
+            **(
+                {"members": list(self.members), "built_at": self.built_at}
+                if self.members is not None
+                else {}
+            ),
+            **({"deferred": self.deferred.job.state_dict()} if self.deferred is not None else {}),
+        }
 
     def load_state(self, state: dict[str, Any], trials: Sequence[Trial]) -> None:
         """Replay the factorizations as they happened: a full one at the last fit, then one
@@ -219,11 +245,26 @@ class CensoredModel:
         self.gp_done.reset(Xd[: self.done_base])
         self.gp_done.extend(Xd[self.done_base:])
         job = state.get("deferred")
-        self.deferred = None if job is None else PendingFit(FitJob(
-            kernels=[next(k for k in self.kernels if k.name == name) for name in job["kernels"]],
-            X=np.vstack([by_id[i].x for i in job["ids"]]), y=np.asarray(job["y"], dtype=float),
-            ids=list(job["ids"]), start=Hyperparameters.from_dict(job["start"]), seed=int(job["seed"]), bounds=self.bounds,
-            restarts=int(job["restarts"]), prior=bool(job["prior"]), groups=self.groups))
+        self.deferred = (
+            None
+            if job is None
+            else PendingFit(
+                FitJob(
+                    kernels=[
+                        next(k for k in self.kernels if k.name == name) for name in job["kernels"]
+                    ],
+                    X=np.vstack([by_id[i].x for i in job["ids"]]),
+                    y=np.asarray(job["y"], dtype=float),
+                    ids=list(job["ids"]),
+                    start=Hyperparameters.from_dict(job["start"]),
+                    seed=int(job["seed"]),
+                    bounds=self.bounds,
+                    restarts=int(job["restarts"]),
+                    prior=bool(job["prior"]),
+                    groups=self.groups,
+                )
+            )
+        )
 
 
 def refit_interval(every: int, growth: float, fit_n: int) -> int:

@@ -259,7 +259,8 @@ class Optimizer:
         (``censor_at_partial``): its run has shown this much.  Non-finite values are ignored."""
         trial = self.ledger.running_trial(trial_id)
         if trial.progress is not None and progress < trial.progress:
-            raise ValueError(f"trial {trial_id}: progress {progress} reported after {trial.progress}")
+            raise ValueError(f"trial {trial_id}: progress {progress} reported after "
+                             f"{trial.progress}")
         if math.isfinite(float(value)):
             trial.progress, trial.partial = float(progress), float(value)
         if elapsed is not None and progress > 0:     # its pace (``Trial.projected_runtime``)
@@ -268,8 +269,14 @@ class Optimizer:
         trial.metrics.update({k: float(v) for k, v in (metrics or {}).items()
                               if math.isfinite(float(v))})
 
-    def fail(self, trial_id: int, reason: str = "failed", metrics: Mapping[str, float] | None = None,
-             finish_time: float | None = None, status: Status | str = Status.FAILED) -> None:
+    def fail(
+        self,
+        trial_id: int,
+        reason: str = "failed",
+        metrics: Mapping[str, float] | None = None,
+        finish_time: float | None = None,
+        status: Status | str = Status.FAILED,
+    ) -> None:
         """A trial that raised (FAILED), was stopped (TIMED_OUT, STOPPED) or killed (KILLED):
         objective censored for good (at its last reported value, ``report``, if it has one).
 
@@ -284,7 +291,9 @@ class Optimizer:
         trial.status, trial.reason = status, reason
         # a non-finite value is not a measurement (a NaN would poison the constraint GP and
         # the multipliers); a run-time constraint falls back to the elapsed time below
-        trial.metrics.update({k: float(v) for k, v in (metrics or {}).items() if math.isfinite(float(v))})
+        trial.metrics.update(
+            {k: float(v) for k, v in (metrics or {}).items() if math.isfinite(float(v))}
+        )
         self.ledger.end(trial, self.clock() if finish_time is None else finish_time)
         for c in self.constraints:
             if c.runtime and c.metric not in trial.metrics:
@@ -324,8 +333,11 @@ class Optimizer:
     def best(self, feasible: bool = False, trials: Iterable[Trial] | None = None) -> Trial | None:
         """The completed trial with the best objective (per ``mode``), optionally feasible only,
         among ``trials`` (default: all)."""
-        done = [tr for tr in (self.trials if trials is None else trials) if tr.status == Status.FINISHED
-                and (not feasible or _feasible(tr, self.constraints))]
+        done = [
+            tr
+            for tr in (self.trials if trials is None else trials)
+            if tr.status == Status.FINISHED and (not feasible or _feasible(tr, self.constraints))
+        ]
         if not done:
             return None
         sign = mode_sign(self.settings.mode)

@@ -1,6 +1,7 @@
 """Writing a file so that a crash never leaves half of it: the one helper every state file,
-spool and result file of the project goes through (and ``append_line`` for journals and spools); and the versioned envelope every saved state
-carries (``{"format": kind, "version": n, ...}``, read back with ``opened`` / ``read_state``).
+spool and result file of the project goes through (and ``append_line`` for journals and spools); and
+the versioned envelope every saved state carries (``{"format": kind, "version": n, ...}``, read back
+with ``opened`` / ``read_state``).
 
 The text goes to a temporary file in the same directory, is flushed and fsync'd, replaces the
 target with ``os.replace`` (atomic on POSIX and Windows), and the directory entry is fsync'd
@@ -117,7 +118,9 @@ def write_state(path: str | os.PathLike, kind: str, version: int, body: Mapping[
     write_json(path, envelope(kind, version, body), **dump_kw)
 
 
-def read_state(path: str | os.PathLike, kind: str, versions: Iterable[int]) -> tuple[int, dict[str, Any]]:
+def read_state(
+    path: str | os.PathLike, kind: str, versions: Iterable[int]
+) -> tuple[int, dict[str, Any]]:
     """(version, state) of a file written by ``write_state``; ``StateError`` if it is not one
     this version reads, or not JSON."""
     try:

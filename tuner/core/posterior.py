@@ -16,7 +16,8 @@ PRUNE_BLOCK = 128      # first row block of Posterior.shifted_top
 
 @dataclass
 class Posterior:
-    """Mean from ``mean_gp`` with targets ``y``; variance from ``var_gp`` (same GP or a superset)."""
+    """Mean from ``mean_gp`` with targets ``y``; variance from ``var_gp`` (same GP or a
+    superset)."""
 
     mean_gp: GaussianProcess
     y: np.ndarray | None

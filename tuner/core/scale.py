@@ -87,8 +87,14 @@ class ObjectiveScale:
         u = normalized(finished, self.settings.mode, lo, hi)
         return RankWarp.fit(u) if copula else RankWarp.fit_tail(u)
 
-    def choose(self, done: list[Trial], model: CensoredModel, inputs: Callable[[Sequence[Trial]], np.ndarray],
-               n_initial: int, subset_active: bool) -> None:
+    def choose(
+        self,
+        done: list[Trial],
+        model: CensoredModel,
+        inputs: Callable[[Sequence[Trial]], np.ndarray],
+        n_initial: int,
+        subset_active: bool,
+    ) -> None:
         """``output_warp: none-or-copula``, ``tail-or-copula``: once there are
         ``WARP_CHOICE_FROM`` usable results (and the start-up design's), and again each time
         they grew by ``WARP_CHOICE_EVERY``, up to ``fit_max_points`` and while the GPs hold every

@@ -130,11 +130,15 @@ class Settings:
                                  f"(got {self.objective_bounds!r})")
         self._validate_constraints(p, values["algorithm"])
         if self.exact_until is not None and self.subset_size > self.exact_until:
-            raise ValueError(f"{p}subset_size ({self.subset_size}) must be at most exact_until "
-                             f"({self.exact_until}): the subset replaces the exact GP past exact_until")
+            raise ValueError(
+                f"{p}subset_size ({self.subset_size}) must be at most exact_until "
+                f"({self.exact_until}): the subset replaces the exact GP past exact_until"
+            )
 
     def _validate_constraints(self, p: str, algorithm: str) -> None:
-        cons = [Constraint.from_dict(c, f"{p}constraints[{i}]") for i, c in enumerate(self.constraints)]
+        cons = [
+            Constraint.from_dict(c, f"{p}constraints[{i}]") for i, c in enumerate(self.constraints)
+        ]
         metrics = [c.metric for c in cons]
         if len(set(metrics)) < len(metrics):
             raise ValueError(f"{p}constraints: each metric may be constrained once (got {metrics})")
@@ -177,7 +181,9 @@ class Settings:
         check_keys(where, d, [*PUBLIC, "research", *GROUP_OF])
         switches = {**_switches(d.get("research"), f"{where}.research"),
                     **{k: v for k, v in d.items() if k in GROUP_OF}}
-        s = cls(**{k: v for k, v in d.items() if k in PUBLIC}, research=Research.from_flat(switches))
+        s = cls(
+            **{k: v for k, v in d.items() if k in PUBLIC}, research=Research.from_flat(switches)
+        )
         if s.objective_bounds is not None:
             s.objective_bounds = (float(s.objective_bounds[0]), float(s.objective_bounds[1]))
         return s
@@ -223,9 +229,12 @@ def check_public(data: Mapping[str, Any], where: str) -> None:
     among them raises ValueError saying where it goes."""
     misplaced = sorted(k for k in data if k in GROUP_OF)
     if misplaced:
-        raise ValueError(f"{where}: {misplaced} {'is a research switch' if len(misplaced) == 1 else 'are research switches'}: "
-                         f"give {'it' if len(misplaced) == 1 else 'them'} under research, e.g. "
-                         f"research: {{{misplaced[0]}: ...}} (docs/reference/research.md)")
+        raise ValueError(
+            f"{where}: {misplaced} "
+            f"{'is a research switch' if len(misplaced) == 1 else 'are research switches'}: "
+            f"give {'it' if len(misplaced) == 1 else 'them'} under research, e.g. "
+            f"research: {{{misplaced[0]}: ...}} (docs/reference/research.md)"
+        )
     check_keys(where, data, [*PUBLIC, "research"])
 
 

@@ -98,7 +98,11 @@ class SoftCensoredPosterior:
             gp = self.var_gp
             Vc = solve_triangular(self.L_S, gp.k(self.Xc, self.Xc) - self.A.T @ self.A, lower=True,
                                   check_finite=False)
-            var = gp.hyper.amplitude - np.einsum("ij,ij->j", self.A, self.A) - np.einsum("ij,ij->j", Vc, Vc)
+            var = (
+                gp.hyper.amplitude
+                - np.einsum("ij,ij->j", self.A, self.A)
+                - np.einsum("ij,ij->j", Vc, Vc)
+            )
             self._censored_var = np.maximum(var, 0.0)
         return self._censored_var
 

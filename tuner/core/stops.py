@@ -70,7 +70,9 @@ class StopRules:
             self._shortest = (self.ledger.outcomes, shortest_run(self.ledger.trials))
         return self.deadline - now >= self._shortest[1]
 
-    def late(self, now: float, C: np.ndarray, lift: Callable[[np.ndarray], np.ndarray]) -> Mask | None:
+    def late(
+        self, now: float, C: np.ndarray, lift: Callable[[np.ndarray], np.ndarray]
+    ) -> Mask | None:
         """With ``finish_by_deadline`` near the deadline: a mask of the candidates ``C`` (GP
         inputs ``lift(C)``) predicted not to finish before it."""
         if not self.settings.finish_by_deadline or self.deadline is None:

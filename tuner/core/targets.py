@@ -13,7 +13,9 @@ from scipy.stats import rankdata
 from .trial import Status, Trial, mode_sign
 
 
-def reward_range(mode: str, bounds: Sequence[float] | None, trials: Sequence[Trial]) -> tuple[float, float]:
+def reward_range(
+    mode: str, bounds: Sequence[float] | None, trials: Sequence[Trial]
+) -> tuple[float, float]:
     """[lo, hi] of sign * objective that the targets map to [0, 1]: ``bounds`` (the
     ``objective_bounds``) if known, else the observed range (001 §3.3's proxy)."""
     sign = mode_sign(mode)
@@ -58,8 +60,8 @@ class RankWarp:
         q1 - 1.5 (q3 - q1); the ones below it (diverged runs, failures) by rank into the bottom
         share of [0, 1] they make up, at most ``TAIL_SHARE``.  Not from the papers: the copula
         keeps a search off diverged runs but bends a smooth objective's top; this keeps the first
-        and drops the second (docs/research/notes/method.md "The rank warp's tail only").  None under two
-        distinct values."""
+        and drops the second (docs/research/notes/method.md "The rank warp's tail only").  None
+        under two distinct values."""
         knots = np.unique(u)
         if len(knots) < 2:
             return None

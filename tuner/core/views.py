@@ -40,7 +40,9 @@ class PosteriorView:
         variation-budget terms Gamma_t (which need the unknown path length P_T) are 0.
         """
         offset, s = 0.0, self.settings
-        centred = s.research.model.prior_mean if objective else s.research.model.constraint_prior_mean
+        centred = (
+            s.research.model.prior_mean if objective else s.research.model.constraint_prior_mean
+        )
         if centred == "mean" and done:
             offset = float(np.mean(targets(done)))
             y_all, plain = y_all - offset, targets
@@ -56,9 +58,19 @@ class PosteriorView:
         s = self.settings
         model.sync(done)
         if refit and self.algorithm.estimate != "random":
-            model.maybe_refit(done=done, y=targets(done), every=s.refit_every, max_points=s.research.fitting.fit_max_points,
-                              restarts=s.research.fitting.fit_restarts, rng=rng, dense_until=s.research.fitting.refit_dense_until, lengthscale_prior=s.research.fitting.lengthscale_prior,
-                              growth=s.research.fitting.refit_growth, defer=s.research.fitting.refit_apply == "next", pool=self.fit_pool)
+            model.maybe_refit(
+                done=done,
+                y=targets(done),
+                every=s.refit_every,
+                max_points=s.research.fitting.fit_max_points,
+                restarts=s.research.fitting.fit_restarts,
+                rng=rng,
+                dense_until=s.research.fitting.refit_dense_until,
+                lengthscale_prior=s.research.fitting.lengthscale_prior,
+                growth=s.research.fitting.refit_growth,
+                defer=s.research.fitting.refit_apply == "next",
+                pool=self.fit_pool,
+            )
         soft = s.research.censored.censoring == "soft" and self.algorithm.pending == "censor"
         if s.sliding_window:
             recent = list(trials[-int(s.sliding_window):])
@@ -79,8 +91,11 @@ class PosteriorView:
     def believes_pending_g(self) -> bool:
         """``Settings.constraint_pending`` "mean" under soft censoring (``_soft``)."""
         s = self.settings
-        return (s.research.censored.constraint_pending == "mean" and s.research.censored.censoring == "soft"
-                and self.algorithm.pending == "censor")
+        return (
+            s.research.censored.constraint_pending == "mean"
+            and s.research.censored.censoring == "soft"
+            and self.algorithm.pending == "censor"
+        )
 
     def X(self, trials: Sequence[Trial]) -> np.ndarray:
         return np.array([tr.x for tr in trials]).reshape(len(trials), self.dim)
@@ -121,8 +136,9 @@ class PosteriorView:
             running = np.array([tr.status == Status.RUNNING for tr in cens])
             wide = past is not None and int(running.sum()) > past
             stopped = s.research.censored.stopped_objective == "mean" and s.stop_margin is not None
-            blend = s.research.censored.running_objective == "blend" or (s.research.censored.running_objective == "auto"
-                                                       and not self.budgeted)
+            blend = s.research.censored.running_objective == "blend" or (
+                s.research.censored.running_objective == "auto" and not self.budgeted
+            )
             blend = blend and not wide and len(y_done) > 0
             if wide or stopped or blend:        # otherwise no trial is believed: no pass over them
                 kinds = (Status.RUNNING,) * (wide or blend) + (Status.TIMED_OUT,) * stopped
@@ -133,7 +149,8 @@ class PosteriorView:
                     if blend:
                         known = 1.0 - np.clip(var / gp.hyper.amplitude, 0.0, 1.0)
                         y_min = yc[believed]
-                        mean = np.where(running[believed], y_min + known * np.maximum(mean - y_min, 0.0),
-                                        mean)
+                        mean = np.where(
+                            running[believed], y_min + known * np.maximum(mean - y_min, 0.0), mean
+                        )
                     yc[believed] = mean
         return soft_view(gp, y_done, Xc, yc, self.settings.research.censored.censor_noise)

@@ -46,8 +46,14 @@ class AskTell(Protocol):
     def suggest(self) -> Any: ...      # an object with .trial_id and .config (also with context=)
     def tell(self, trial_id: int, value: float, metrics: Mapping[str, float] | None = None,
              finish_time: float | None = None) -> None: ...
-    def fail(self, trial_id: int, reason: str = "failed", metrics: Mapping[str, float] | None = None,
-             finish_time: float | None = None, status: Status | str = Status.FAILED) -> None: ...
+    def fail(
+        self,
+        trial_id: int,
+        reason: str = "failed",
+        metrics: Mapping[str, float] | None = None,
+        finish_time: float | None = None,
+        status: Status | str = Status.FAILED,
+    ) -> None: ...
     def started(self, trial_id: int, now: float | None = None) -> None: ...
     def trials_to_stop(self, now: float | None = None) -> list[int]: ...
     def next_stop_time(self) -> float | None: ...
@@ -298,11 +304,21 @@ class StudyLoop:
             return [(tid, Status.KILLED, lim.deadline_reason) for tid in self.running]
         due = []
         if lim.trial_timeout is not None:
-            due += [(tid, Status.TIMED_OUT, f"ran longer than run.trial_timeout = {lim.trial_timeout:g} s")
-                    for tid, start in self.running.items() if now - start >= lim.trial_timeout]
+            due += [
+                (
+                    tid,
+                    Status.TIMED_OUT,
+                    f"ran longer than run.trial_timeout = {lim.trial_timeout:g} s",
+                )
+                for tid, start in self.running.items()
+                if now - start >= lim.trial_timeout
+            ]
         timed_out = {tid for tid, _, _ in due}
-        due += [(tid, Status.TIMED_OUT, lim.budget_reason) for tid in self.optimizer.trials_to_stop(now)
-                if tid in self.running and tid not in timed_out]
+        due += [
+            (tid, Status.TIMED_OUT, lim.budget_reason)
+            for tid in self.optimizer.trials_to_stop(now)
+            if tid in self.running and tid not in timed_out
+        ]
         return due
 
     def _next_event(self, now: float) -> float | None:
@@ -369,8 +385,13 @@ class StudyLoop:
         if status == Status.FINISHED:
             value = metrics.get(self.metric)
             if value is None:
-                status, reason = Status.FAILED, (f"the trial reported no '{self.metric}' "
-                                                 f"(objective.metric); it reported {sorted(metrics)}")
+                status, reason = (
+                    Status.FAILED,
+                    (
+                        f"the trial reported no '{self.metric}' "
+                        f"(objective.metric); it reported {sorted(metrics)}"
+                    ),
+                )
             elif not math.isfinite(value):
                 status, reason = Status.FAILED, f"non-finite objective {self.metric} = {value}"
             else:

@@ -43,7 +43,9 @@ class TestFunction:
     def space(self, names: Sequence[str] | None = None) -> dict[str, dict[str, Any]]:
         """The box as a search space, its coordinates named ``names`` (default x0, x1, ...)."""
         names = names or [f"x{i}" for i in range(self.dim)]
-        return {n: {"type": "float", "low": lo, "high": hi} for n, (lo, hi) in zip(names, self.bounds)}
+        return {
+            n: {"type": "float", "low": lo, "high": hi} for n, (lo, hi) in zip(names, self.bounds)
+        }
 
     def of_config(self, names: Sequence[str] | None = None) -> Callable[[Mapping[str, Any]], float]:
         """The function of a configuration whose coordinates are named ``names``."""
@@ -70,10 +72,19 @@ class Hartmann(TestFunction):
     _A = {3: np.array([[3.0, 10, 30], [0.1, 10, 35], [3.0, 10, 30], [0.1, 10, 35]]),
           6: np.array([[10, 3, 17, 3.5, 1.7, 8], [0.05, 10, 17, 0.1, 8, 14],
                        [3, 3.5, 1.7, 10, 17, 8], [17, 8, 0.05, 10, 0.1, 14]])}
-    _P = {3: 1e-4 * np.array([[3689, 1170, 2673], [4699, 4387, 7470], [1091, 8732, 5547],
-                              [381, 5743, 8828]]),
-          6: 1e-4 * np.array([[1312, 1696, 5569, 124, 8283, 5886], [2329, 4135, 8307, 3736, 1004, 9991],
-                              [2348, 1451, 3522, 2883, 3047, 6650], [4047, 8828, 8732, 5743, 1091, 381]])}
+    _P = {
+        3: 1e-4
+        * np.array([[3689, 1170, 2673], [4699, 4387, 7470], [1091, 8732, 5547], [381, 5743, 8828]]),
+        6: 1e-4
+        * np.array(
+            [
+                [1312, 1696, 5569, 124, 8283, 5886],
+                [2329, 4135, 8307, 3736, 1004, 9991],
+                [2348, 1451, 3522, 2883, 3047, 6650],
+                [4047, 8828, 8732, 5743, 1091, 381],
+            ]
+        ),
+    }
     _OPT = {3: 3.86278, 6: 3.32237}
 
     def __init__(self, dim: int = 6):
@@ -92,7 +103,9 @@ class Ackley(TestFunction):
         self.bounds = (bounds,) * dim
 
     def evaluate(self, x: np.ndarray) -> float:
-        a = -20 * math.exp(-0.2 * math.sqrt(np.mean(x ** 2))) - math.exp(np.mean(np.cos(2 * math.pi * x)))
+        a = -20 * math.exp(-0.2 * math.sqrt(np.mean(x**2))) - math.exp(
+            np.mean(np.cos(2 * math.pi * x))
+        )
         return -(a + 20 + math.e)
 
 
@@ -168,10 +181,13 @@ def gp_sample_1d(n: int = 1000, lengthscale: float = 0.02, seed: int = 0) -> Gri
 
 
 def make_objective(spec: Mapping[str, Any]) -> GridFunction:
-    """Simulation objectives by name: ``{kind: gp-sample-1d, grid: 1000, lengthscale: 0.02, seed: 0}``."""
+    """Simulation objectives by name: ``{kind: gp-sample-1d, grid: 1000, lengthscale: 0.02, seed:
+    0}``."""
     kind = spec.get("kind")
     if kind != "gp-sample-1d":
-        raise ValueError(f"simulation.objective.kind must be one of ['gp-sample-1d'] (got {kind!r})")
+        raise ValueError(
+            f"simulation.objective.kind must be one of ['gp-sample-1d'] (got {kind!r})"
+        )
     unknown = set(spec) - {"kind", "grid", "lengthscale", "seed"}
     if unknown:
         raise ValueError(f"simulation.objective: unknown key(s) {sorted(unknown)}; "
@@ -252,7 +268,8 @@ class BudgetedTraining:
 
     Validation accuracy (noise-free) of a network of ``width`` units trained with learning rate
     ``lr`` and ``dropout``:
-        acc = 0.5 + 0.45 (1 - exp(-width / 128)) exp(-(log10 lr + 2.5)^2) exp(-((dropout - 0.2) / 0.3)^2)
+        acc = 0.5 + 0.45 (1 - exp(-width / 128)) exp(-(log10 lr + 2.5)^2) exp(-((dropout - 0.2) \
+            / 0.3)^2)
     so bigger is better; mean run time = ``base + per_unit * width`` seconds (5 + 0.1 width by
     default: 17.8 s at width 128, 56 s at 512) with log-normal noise (``run_time``).  With a
     budget of 30 s the unconstrained optimum (width 512) is over budget and the best feasible

@@ -54,7 +54,8 @@ class Fixed:
 
 @dataclass(frozen=True)
 class RunTime:
-    """Run time in seconds: log-normal around ``mean_fn(config)`` with coefficient of variation cv."""
+    """Run time in seconds: log-normal around ``mean_fn(config)`` with coefficient of variation
+    cv."""
 
     mean_fn: Callable[[Mapping[str, Any]], float]
     cv: float = 0.3
@@ -170,8 +171,10 @@ class SimulatedBackend:
         self.start.append(now)
         self.finish.append(end)
         heapq.heappush(self._events, (end, trial_id, math.inf))
-        reported = {k: v + (self.metric_noise * self.rng.standard_normal() if k != "runtime" else 0.0)
-                    for k, v in metrics.items()}
+        reported = {
+            k: v + (self.metric_noise * self.rng.standard_normal() if k != "runtime" else 0.0)
+            for k, v in metrics.items()
+        }
         observed = f + self.noise_std * self.rng.standard_normal() if replay is None else replay[0]
         self._pending[trial_id] = {**reported, OBJECTIVE: observed}
         self._reports[trial_id] = []
@@ -230,12 +233,21 @@ class _Statuses(LoopCallback):
         self.status[outcome.trial_id] = outcome.status
 
 
-def simulate(optimizer: Optimizer | AskTell, objective: Callable[[Mapping[str, Any]], Any],
-             delay: DelayModel, n_trials: int, workers: int | None = None,
-             noise_std: float = 0.0, seed: int = 0, f_opt: float | None = None,
-             progress: Callable[[int], None] | None = None,
-             metric_noise: float = 0.0, time_limit: float | None = None,
-             fidelity: Fidelity | None = None, stopping: Sequence[StoppingRule] = ()) -> SimulationResult:
+def simulate(
+    optimizer: Optimizer | AskTell,
+    objective: Callable[[Mapping[str, Any]], Any],
+    delay: DelayModel,
+    n_trials: int,
+    workers: int | None = None,
+    noise_std: float = 0.0,
+    seed: int = 0,
+    f_opt: float | None = None,
+    progress: Callable[[int], None] | None = None,
+    metric_noise: float = 0.0,
+    time_limit: float | None = None,
+    fidelity: Fidelity | None = None,
+    stopping: Sequence[StoppingRule] = (),
+) -> SimulationResult:
     """Run ``n_trials`` queries through ``StudyLoop`` on a ``SimulatedBackend`` (its clock is
     installed as the optimizer's clock).
 
@@ -257,8 +269,17 @@ def simulate(optimizer: Optimizer | AskTell, objective: Callable[[Mapping[str, A
     loop.run()
     b = backend
     status = np.array([record.status[tid] for tid in b.index], dtype=object)
-    return SimulationResult(configs=b.configs, f_true=np.array(b.f_true), start=np.array(b.start), finish=np.array(b.finish),
-                            f_opt=f_opt, suggest_seconds=np.array(loop.suggest_seconds), optimizer=optimizer, metrics_true=b.metrics_true, status=status)
+    return SimulationResult(
+        configs=b.configs,
+        f_true=np.array(b.f_true),
+        start=np.array(b.start),
+        finish=np.array(b.finish),
+        f_opt=f_opt,
+        suggest_seconds=np.array(loop.suggest_seconds),
+        optimizer=optimizer,
+        metrics_true=b.metrics_true,
+        status=status,
+    )
 
 
 @dataclass

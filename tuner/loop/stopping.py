@@ -202,7 +202,8 @@ class LearnedGraceASHA:
 
 def asha_rule(max_t: float, grace: float | str, eta: float, mode: str = "max",
               cutoff: str = "quantile") -> ASHA | LearnedGraceASHA:
-    """ASHA with this first rung, or with ``grace="auto"`` the rung learned (``LearnedGraceASHA``)."""
+    """ASHA with this first rung, or with ``grace="auto"`` the rung learned
+    (``LearnedGraceASHA``)."""
     if grace == "auto":
         return LearnedGraceASHA(max_t, eta, mode, cutoff)
     if isinstance(grace, bool) or not isinstance(grace, (int, float)):

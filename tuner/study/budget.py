@@ -162,12 +162,16 @@ class NothingFitsWarning(LoopCallback):
         if b is None:
             return
         trials = [study.optimizer.trials[tid] for tid in study.ended()]
-        trials = [tr for tr in trials if tr.status != Status.STOPPED or study.over_budget(tr.trial_id)]
+        trials = [
+            tr for tr in trials if tr.status != Status.STOPPED or study.over_budget(tr.trial_id)
+        ]
         ended = len(trials)
         if ended < self.next_warning:
             return
         self.next_warning = 2 * ended
-        if any(tr.status == Status.FINISHED and not study.over_budget(tr.trial_id) for tr in trials):
+        if any(
+            tr.status == Status.FINISHED and not study.over_budget(tr.trial_id) for tr in trials
+        ):
             self.next_warning = math.inf     # something fits: no more warnings
             return
         times = [tr.projected_runtime if tr.status == Status.STOPPED else tr.metrics.get(b.metric)

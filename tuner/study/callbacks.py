@@ -13,10 +13,10 @@ from tuner.core.persist import append_row, csv_text, write_table
 from tuner.loop.loop import LoopCallback, Outcome, Report, StudyLoop
 
 from .progress import Progress
-
-CURVES_CSV = "curves.csv"   # what runs that report progress reported, in the study folder
 from .state import StudyStateFile
 from .study import Study
+
+CURVES_CSV = "curves.csv"   # what runs that report progress reported, in the study folder
 
 
 class SaveState(LoopCallback):
@@ -47,10 +47,19 @@ class SaveState(LoopCallback):
         """The study state: whole, or (``whole=False``) a journal line with what changed."""
         s = self.study.session
         new, self.new_where = self.new_where, set()
-        self.state_file.save(self.study.cfg.resolved, self.study.optimizer,
-                             {"elapsed_before": self.study.elapsed(), "busy_seconds": s.busy_seconds,
-                              "run_id": s.run_id, "curves": self.study.unlogged_curves()},
-                             s.where, new, whole=whole)
+        self.state_file.save(
+            self.study.cfg.resolved,
+            self.study.optimizer,
+            {
+                "elapsed_before": self.study.elapsed(),
+                "busy_seconds": s.busy_seconds,
+                "run_id": s.run_id,
+                "curves": self.study.unlogged_curves(),
+            },
+            s.where,
+            new,
+            whole=whole,
+        )
 
 
 class TrialTable(LoopCallback):
@@ -76,10 +85,12 @@ class TrialTable(LoopCallback):
 def subset_text(opt: Any) -> str:
     """What the switch to a subset GP means (``Settings.exact_until``, ``tuner.core.subset``)."""
     s = opt.settings
-    return (f"{len(opt.trials)} trials started: the GPs now use {s.subset_size} of the finished ones "
-            "(near the best and spread over the rest) and every running one, so each suggestion "
-            f"costs the same from here on (optimizer.exact_until: {s.exact_until}, "
-            f"optimizer.subset_size: {s.subset_size})")
+    return (
+        f"{len(opt.trials)} trials started: the GPs now use {s.subset_size} of the finished ones "
+        "(near the best and spread over the rest) and every running one, so each suggestion "
+        f"costs the same from here on (optimizer.exact_until: {s.exact_until}, "
+        f"optimizer.subset_size: {s.subset_size})"
+    )
 
 
 class ShowProgress(LoopCallback):

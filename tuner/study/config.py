@@ -16,7 +16,8 @@ every key):
     context: {n_rows: 120000, data_version: "2026-11"}  # what this study's data is (paper 001 §5)
     context_space: {n_rows: {type: int, ...}}   # optional: else inferred from the contexts seen
     warm_start: [study-a, study-b]   # earlier studies of the same trainable and space to learn from
-    optimizer: {...}                 # tuner.core.settings.Settings, research switches under research
+    # tuner.core.settings.Settings, research switches under research
+    optimizer: {...}
     run: {trials, max_concurrent, cpus_per_trial, resources_per_trial, trial_timeout, ...}
     ray: {address}
     mlflow: {tracking_uri, experiment}
@@ -68,7 +69,8 @@ def optimizer_settings(data: Any, defaults: Mapping[str, Any] | None = None) -> 
         if not (isinstance(b, (list, tuple)) and len(b) == 2):
             raise ConfigError(f"optimizer.objective_bounds: expected [low, high], got {b!r}")
     try:
-        from tuner.core.settings import Settings, overridden   # scipy: imported when a config is read
+        # scipy: imported when a config is read
+        from tuner.core.settings import Settings, overridden
 
         s = overridden(Settings.from_dict(defaults or {}), data, "optimizer")
         s.validate("optimizer")
@@ -113,7 +115,8 @@ def load_study(source: str | Path | Mapping[str, Any],
     top = check_section("config", _overridden(data, overrides or {}), STUDY_SCHEMA)
     study = top["study"] or default_name
     trainable, options = _trainable(fn or top["trainable"], top["trainable_options"])
-    if isinstance(trainable, FunctionTrainable):   # a Python function or an imported module:function
+    # a Python function or an imported module:function
+    if isinstance(trainable, FunctionTrainable):
         fn = trainable.fn
     if trainable.space is None and not top["space"]:
         raise ConfigError(f"space: required with your own trainable {trainable.name}, e.g. "
@@ -129,8 +132,13 @@ def load_study(source: str | Path | Mapping[str, Any],
         SearchSpace.from_dict(space_spec)
     except ValueError as exc:
         raise ConfigError(str(exc)) from exc
-    objective = Objective(**check_section("objective", top["objective"],
-                                          {**OBJECTIVE_SCHEMA, "metric": Field((str,), trainable.objective)}))
+    objective = Objective(
+        **check_section(
+            "objective",
+            top["objective"],
+            {**OBJECTIVE_SCHEMA, "metric": Field((str,), trainable.objective)},
+        )
+    )
     budget = _budget_section(top["budget"]) if top["budget"] else None
     run = _run_section(top["run"])
     fidelity, stopping = _progress_sections(top, trainable, options)

@@ -11,13 +11,13 @@ from tuner.core.algorithms import get_algorithm
 # Where a study of training runs (``tuner run``, ``tuner.run``, ``TunerSearch``) starts from other
 # optimizer settings than the bare ``Optimizer``: training metrics crowd near the top with a few
 # diverged runs far below, so the GP sees the diverged runs ranked under the others (the tail
-# warp), with the Matern-5/2 kernel usual for training runs (docs/research/notes/method.md "The defaults of
-# studies"), and from 20 results on all of them by rank (the copula) where a GP on those ranks
-# held-out results clearly better ("Tail or copula"; with a constraint or a context, the copula
-# unless the GP on the scores as they are ranks clearly better, "Choosing the warp by held-out
-# ranks"), and under the copula a floor on the GP's noise so that the ranks of near-tied scores
-# read as noise, not as a rough function ("A noise floor under the rank warp"); with more than 3
-# trials running, a running trial enters the GP at the posterior mean, not the minimum ("Wide
+# warp), with the Matern-5/2 kernel usual for training runs (docs/research/notes/method.md "The
+# defaults of studies"), and from 20 results on all of them by rank (the copula) where a GP on those
+# ranks held-out results clearly better ("Tail or copula"; with a constraint or a context, the
+# copula unless the GP on the scores as they are ranks clearly better, "Choosing the warp by
+# held-out ranks"), and under the copula a floor on the GP's noise so that the ranks of near-tied
+# scores read as noise, not as a rough function ("A noise floor under the rank warp"); with more
+# than 3 trials running, a running trial enters the GP at the posterior mean, not the minimum ("Wide
 # pools: running trials at the posterior mean"); near the study's wall-clock limit only runs
 # predicted to finish are started, and none once even the fastest finished run would not finish
 # ("The study's deadline"); a constraint GP (the budget's) starts
@@ -46,9 +46,9 @@ def study_optimizer_defaults(algorithm: Any = None, context: bool = False) -> di
     """``STUDY_OPTIMIZER_DEFAULTS`` for a study with this ``algorithm`` (None: the default),
     with or without a ``context``: Thompson sampling with a context starts without the rank
     warp, which spreads the pooled contexts' near-tied top scores and makes its draws wander
-    (docs/research/notes/contextual.md "Thompson sampling and the rank warp"); a study with a context keeps the
-    start-up design of 2 x parameters, whose spread the later contexts' warm starts use
-    (docs/research/notes/method.md "A lean start-up design in a study")."""
+    (docs/research/notes/contextual.md "Thompson sampling and the rank warp"); a study with a
+    context keeps the start-up design of 2 x parameters, whose spread the later contexts' warm
+    starts use (docs/research/notes/method.md "A lean start-up design in a study")."""
     defaults = dict(STUDY_OPTIMIZER_DEFAULTS)
     if context:
         defaults["n_initial"] = "auto"

@@ -39,7 +39,9 @@ class Executor(Protocol):
     def warm_up(self, progress: Progress, config: Mapping[str, Any]) -> None:
         """One short run of the trainable per slot before the study clock starts."""
 
-    def reference_runs(self, config: Mapping[str, Any], seeds: list[int]) -> Iterator[dict[str, Any]]:
+    def reference_runs(
+        self, config: Mapping[str, Any], seeds: list[int]
+    ) -> Iterator[dict[str, Any]]:
         """``config`` once per seed, at once; each run's ``{"metrics", "runtime", ...}`` as it
         ends (``RunFailed`` if one fails)."""
 

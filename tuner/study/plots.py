@@ -1,9 +1,9 @@
 """The plots a study's parent MLflow run holds: score and run time over the study's wall clock,
 and the learning curves of runs that report progress.
 
-``study_plots`` draws them from the trial records the tracker logs (``tuner.integrations.mlflow.tracking``) and
-returns the PNG paths for ``StudyTracker.log_artifacts``.  Matplotlib with the Agg backend (no
-display needed).
+``study_plots`` draws them from the trial records the tracker logs
+(``tuner.integrations.mlflow.tracking``) and returns the PNG paths for
+``StudyTracker.log_artifacts``.  Matplotlib with the Agg backend (no display needed).
 """
 
 from __future__ import annotations
@@ -93,7 +93,9 @@ def curves_plot(records: Sequence[TrialRecord], curves: Mapping[int, Sequence[tu
     black."""
     fig, ax = plt.subplots(figsize=(7, 4))
     status = {r.trial_id: r.status for r in records}
-    finished = [r for r in records if r.status == "FINISHED" and metric in r.metrics and feasible(r)]
+    finished = [
+        r for r in records if r.status == "FINISHED" and metric in r.metrics and feasible(r)
+    ]
     best = (max if mode == "max" else min)(finished, key=lambda r: r.metrics[metric]).trial_id \
         if finished else None
     labelled: set[str] = set()

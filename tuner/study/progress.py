@@ -111,7 +111,9 @@ def summary_table(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> str
     body = [[cell(r.get(c)) for c in columns] for r in rows]
     widths = [max([len(c)] + [len(b[i]) for b in body]) for i, c in enumerate(columns)]
     line = lambda vals: "  ".join(v.rjust(w) for v, w in zip(vals, widths))  # noqa: E731
-    return "\n".join([line(list(columns)), line(["-" * w for w in widths])] + [line(b) for b in body])
+    return "\n".join(
+        [line(list(columns)), line(["-" * w for w in widths])] + [line(b) for b in body]
+    )
 
 
 def _clock(seconds: float) -> str:

@@ -63,8 +63,11 @@ def banner(cfg: StudyConfig, where: str, restart: list[int]) -> str:
     b = cfg.budget
     budget = ""
     if b is not None:
-        budget = (f", budget {b.metric} <= {b.multiple:g} x a reference run measured "
-                  "at start-up" if cfg.budget_pending else f", budget {b.metric} <= {b.seconds:.3g} s")
+        budget = (
+            f", budget {b.metric} <= {b.multiple:g} x a reference run measured at start-up"
+            if cfg.budget_pending
+            else f", budget {b.metric} <= {b.seconds:.3g} s"
+        )
     again = f", {len(restart)} interrupted trial(s) start again" if restart else ""
     context = "" if cfg.context is None else f", context {format_config(cfg.context)}"
     until = cfg.settings.exact_until
@@ -110,12 +113,26 @@ def finish(study: Study, table: TrialTable, tracker: Tracker, progress: Progress
         f"{snap.done} finished, {snap.failed} failed/stopped, {snap.violations} over budget, "
         f"workers busy {100 * snap.utilization:.0f}% of {elapsed:.0f} s.\n"
         f"state and trial table: {cfg.directory}/; MLflow run {run_id} ({uri}): "
-        f"{browse_text(uri, tracker.experiment_id)}" + (f"\n{unlogged} MLflow item(s) are not logged "
-                                                     f"yet (kept in {cfg.directory}); --resume "
-                                                     "sends them" if unlogged else ""))
-    return StudyResult(status=status, optimizer=study.optimizer, where=study.session.where, run_id=run_id, directory=cfg.directory,
-                       elapsed=elapsed, utilization=snap.utilization, unlogged=unlogged,
-                       diagnosis=failure or (None if finished else diagnosis(study)))
+        f"{browse_text(uri, tracker.experiment_id)}"
+        + (
+            f"\n{unlogged} MLflow item(s) are not logged "
+            f"yet (kept in {cfg.directory}); --resume "
+            "sends them"
+            if unlogged
+            else ""
+        )
+    )
+    return StudyResult(
+        status=status,
+        optimizer=study.optimizer,
+        where=study.session.where,
+        run_id=run_id,
+        directory=cfg.directory,
+        elapsed=elapsed,
+        utilization=snap.utilization,
+        unlogged=unlogged,
+        diagnosis=failure or (None if finished else diagnosis(study)),
+    )
 
 
 def _plots(study: Study, rows: list[dict[str, Any]], progress: Progress) -> list[Path]:
@@ -128,10 +145,19 @@ def _plots(study: Study, rows: list[dict[str, Any]], progress: Progress) -> list
 
         records = [study.record(tid) for tid in study.ended()]
         curves = read_curves(cfg.directory / CURVES_CSV, key) if cfg.fidelity else None
-        return [*study_plots(records, cfg.directory, key, limit, cfg.objective.mode,
-                             runtime_metric=cfg.budget.metric if cfg.budget else "runtime",
-                             curves=curves, fidelity=cfg.fidelity.metric if cfg.fidelity else "step"),
-                *space_plots(rows, cfg.space, key, cfg.objective.mode, cfg.directory, limit)]
+        return [
+            *study_plots(
+                records,
+                cfg.directory,
+                key,
+                limit,
+                cfg.objective.mode,
+                runtime_metric=cfg.budget.metric if cfg.budget else "runtime",
+                curves=curves,
+                fidelity=cfg.fidelity.metric if cfg.fidelity else "step",
+            ),
+            *space_plots(rows, cfg.space, key, cfg.objective.mode, cfg.directory, limit),
+        ]
     except Exception as exc:  # a plot must never cost the study its results
         progress.message(f"warning: plots not written: {exc}")
         return []
@@ -150,17 +176,29 @@ def _print_tables(study: Study, rows: list[dict[str, Any]], top: list[dict[str, 
         progress.message("\n" + others)
     carried = carried_counts(study.optimizer)
     if carried:
-        progress.message("\nlearned from earlier studies (not in this table): " + ", ".join(
-            f"{n} trials of {name}{_correlation_text(study.optimizer, name, cfg.context)}"
-            for name, n in carried.items())
-            + ("" if cfg.context is None else f"; this study's context: {format_config(cfg.context)}"))
+        progress.message(
+            "\nlearned from earlier studies (not in this table): "
+            + ", ".join(
+                f"{n} trials of {name}{_correlation_text(study.optimizer, name, cfg.context)}"
+                for name, n in carried.items()
+            )
+            + (
+                ""
+                if cfg.context is None
+                else f"; this study's context: {format_config(cfg.context)}"
+            )
+        )
 
 
 def _correlation_text(optimizer: Optimizer, origin: str, context: Mapping[str, Any] | None) -> str:
     """" (context rows=100, correlation 0.93 with this one's)": how much of an earlier study the
     GP carries to this study's context."""
     got = carried_correlation(optimizer, origin, context)
-    return "" if got is None else f" (context {format_config(got[0])}, correlation {got[1]:.2f} with this one's)"
+    return (
+        ""
+        if got is None
+        else f" (context {format_config(got[0])}, correlation {got[1]:.2f} with this one's)"
+    )
 
 
 def best_over_budget(study: Study, finished: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -176,7 +214,9 @@ def best_over_budget(study: Study, finished: list[dict[str, Any]]) -> dict[str, 
     best_over = max(over, key=lambda r: sign * r[key])
     if sign * best_over[key] <= sign * within[0][key]:
         return None
-    used = [study.optimizer.trials[r["trial"]].metrics.get(b.metric) for r in (best_over, within[0])]
+    used = [
+        study.optimizer.trials[r["trial"]].metrics.get(b.metric) for r in (best_over, within[0])
+    ]
     return {"trial": best_over["trial"], key: best_over[key],
             "config": {k: best_over[k] for k in study.cfg.space}, b.metric: used[0],
             "best_within": {"trial": within[0]["trial"], key: within[0][key], b.metric: used[1]},

@@ -53,7 +53,15 @@ from .report import StudyResult, banner, finish
 from .state import StudyStateFile
 from .study import Session, Study
 from .tracking import LogToTracker, Tracker, log_budget, study_params
-from .warm import Carried, Earlier, ReadTracker, carry, context_space, earlier_studies, study_context
+from .warm import (
+    Carried,
+    Earlier,
+    ReadTracker,
+    carry,
+    context_space,
+    earlier_studies,
+    study_context,
+)
 
 # Parts of the resolved config that define the study; the rest (limits, addresses) may change
 # between sessions of one study.
@@ -73,7 +81,10 @@ def at_defaults(keys: list[str], now: dict[str, Any], context: bool = False) -> 
     """Every one of these optimizer settings is at today's study default (with or without a
     ``context``): a resumed study whose saved settings differ only there differs because a
     default changed since it started, not because the user asked for it."""
-    defaults = {**by_name(Settings().to_dict()), **study_optimizer_defaults(now.get("algorithm"), context)}
+    defaults = {
+        **by_name(Settings().to_dict()),
+        **study_optimizer_defaults(now.get("algorithm"), context),
+    }
     return all(k in defaults and _text(now.get(k)) == _text(defaults[k]) for k in keys)
 
 
@@ -225,18 +236,34 @@ class StudyRunner:
         new["optimizer"] = by_name(new["optimizer"])
         kept = kept_settings(state["config"], new, cfg.context is not None)
         optimizer = Optimizer.from_state(state["optimizer"], clock=self.clock)
-        if optimizer.settings.output_warp != new["optimizer"]["output_warp"] and "output_warp" not in kept:
-            kept.append("output_warp")     # auto saved before it meant tail-or-copula (state.built_with)
+        if (
+            optimizer.settings.output_warp != new["optimizer"]["output_warp"]
+            and "output_warp" not in kept
+        ):
+            # auto saved before it meant tail-or-copula (state.built_with)
+            kept.append("output_warp")
         if kept:      # the study goes on as it started: its saved settings, said once
             self.cfg = dataclasses.replace(cfg, settings=optimizer.settings)
-            was = by_name(optimizer.settings.to_dict())     # a setting newer than the state: its value there
-            self.progress.message("--resume: the study keeps the settings it started with: " + "; ".join(
-                f"optimizer.{'research.' * (k in GROUP_OF)}{k} = {json.dumps(was[k])} (the default is now "
-                f"{json.dumps(new['optimizer'][k])})"
-                for k in kept))
+            # a setting newer than the state: its value there
+            was = by_name(optimizer.settings.to_dict())
+            self.progress.message(
+                "--resume: the study keeps the settings it started with: "
+                + "; ".join(
+                    f"optimizer.{'research.' * (k in GROUP_OF)}{k} = {json.dumps(was[k])} (the "
+                    "default is now "
+                    f"{json.dumps(new['optimizer'][k])})"
+                    for k in kept
+                )
+            )
         s = state["session"]
-        where = s["where"] if version >= 2 else {   # 1: outcomes held it
-            k: {key: o[key] for key in ("node", "host") if o.get(key)} for k, o in s["outcomes"].items()}
+        where = (
+            s["where"]
+            if version >= 2
+            else {  # 1: outcomes held it
+                k: {key: o[key] for key in ("node", "host") if o.get(key)}
+                for k, o in s["outcomes"].items()
+            }
+        )
         self.session = Session(float(s["elapsed_before"]), float(s["busy_seconds"]),
                                {int(k): v for k, v in where.items()}, s["run_id"])
         self.saved_curves = {int(k): v for k, v in (s.get("curves") or {}).items()}
@@ -253,7 +280,9 @@ class StudyRunner:
                                   f"{DEFAULT_STUDY['budget']['metric']})")
         elif cfg.budget_pending and old_budget.get("seconds") is not None:
             # a relative budget keeps the limit measured when the study started
-            self.cfg = cfg = cfg.with_budget(old_budget["seconds"], old_budget.get("reference_seconds"))
+            self.cfg = cfg = cfg.with_budget(
+                old_budget["seconds"], old_budget.get("reference_seconds")
+            )
         return cfg
 
     def _new_optimizer(self) -> Optimizer:
@@ -292,13 +321,30 @@ class StudyRunner:
             if rules and study.n_ended():      # a resume: the rules go on from the curves so far
                 replay_stopping(rules, opt, read_curves(self.cfg.directory / CURVES_CSV,
                                                         study.metric))
-            loop = StudyLoop(opt, backend, self._limits(), metric=study.metric,
-                             callbacks=[Curves(study, self.cfg.directory / CURVES_CSV), self.saver, self.table, self.logger, fail_fast,
-                                        NothingFitsWarning(study, progress),
-                                        ShowProgress(study, progress, rules, self.cfg.fidelity.metric
-                                                     if self.cfg.fidelity else "step")],
-                             should_stop=stop, fidelity=self.cfg.fidelity, stopping=rules,
-                             context=study_context(self.cfg, opt))
+            loop = StudyLoop(
+                opt,
+                backend,
+                self._limits(),
+                metric=study.metric,
+                callbacks=[
+                    Curves(study, self.cfg.directory / CURVES_CSV),
+                    self.saver,
+                    self.table,
+                    self.logger,
+                    fail_fast,
+                    NothingFitsWarning(study, progress),
+                    ShowProgress(
+                        study,
+                        progress,
+                        rules,
+                        self.cfg.fidelity.metric if self.cfg.fidelity else "step",
+                    ),
+                ],
+                should_stop=stop,
+                fidelity=self.cfg.fidelity,
+                stopping=rules,
+                context=study_context(self.cfg, opt),
+            )
             study.running = loop.running
             failure = None
             try:
@@ -332,11 +378,14 @@ class StudyRunner:
         if b is not None and b.stop_margin is not None:
             budget_reason = (f"passed the budget of {b.seconds:.3g} s by more than "
                              f"budget.stop_margin = {b.stop_margin:g}")
-        return Limits(run.trials - study.n_ended(),   # the restarted ones count as starts
-                      slots=run.max_concurrent, trial_timeout=run.trial_timeout,
-                      deadline=None if limit is None else study.t0 + limit - self.session.elapsed_before,
-                      deadline_reason=f"the study reached run.wall_clock_limit = {limit} s",
-                      budget_reason=budget_reason)
+        return Limits(
+            run.trials - study.n_ended(),  # the restarted ones count as starts
+            slots=run.max_concurrent,
+            trial_timeout=run.trial_timeout,
+            deadline=None if limit is None else study.t0 + limit - self.session.elapsed_before,
+            deadline_reason=f"the study reached run.wall_clock_limit = {limit} s",
+            budget_reason=budget_reason,
+        )
 
 
 class _InThread:

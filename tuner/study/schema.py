@@ -283,7 +283,9 @@ class StudyConfig:
     def with_saved_budget(self, saved: Mapping[str, Any]) -> "StudyConfig":
         """This study with the budget it was saved with (``resolved()["budget"]``) in place of
         its own, as the optimizer's run-time constraint too."""
-        budget = Budget(**{f.name: saved[f.name] for f in dataclass_fields(Budget) if f.name in saved})
+        budget = Budget(
+            **{f.name: saved[f.name] for f in dataclass_fields(Budget) if f.name in saved}
+        )
         base = replace(self.settings, stop_margin=None, constraints=[
             c for c in self.settings.constraints if c.get("type") != "budget"])
         return replace(self, budget=budget, settings=_budget_settings(base, budget))

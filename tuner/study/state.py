@@ -14,8 +14,9 @@ file and emptying the journal, the old lines are not applied again.
 
 The optimizer's part of a line is a change to the one before (``changes``): a list that only
 grew since (the trials each model has absorbed, the trials whose constraint values arrived) is
-written as its new tail, so a line stays small as the study grows (docs/research/notes/evidence.md, "How busy
-`tuner run` keeps the workers").  Version 3; version-2 lines (whole lists) are read the same way.
+written as its new tail, so a line stays small as the study grows (docs/research/notes/evidence.md,
+"How busy `tuner run` keeps the workers").  Version 3; version-2 lines (whole lists) are read the
+same way.
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ from typing import Any, Callable, Iterable
 from tuner.core.persist import append_line, read_state, write_state
 
 STATE_FORMAT = "tuner.study"
-STATE_VERSION = 3     # 2: statuses live in the optimizer's trials only; the session keeps where each ran
+# 2: statuses live in the optimizer's trials only; the session keeps where each ran
+STATE_VERSION = 3
 #                       3: journal lines carry the optimizer's state as a change to the line before
 APPEND, ITEMS = "$append", "$items"
 JOURNAL_SUFFIX = ".journal"
@@ -54,8 +56,11 @@ def read_study_state(path: str | os.PathLike) -> tuple[int, dict[str, Any]]:
             if change.get("generation") != generation:
                 continue
             trials.update((d["trial_id"], d) for d in change["trials"])
-            state["optimizer"] = {**state["optimizer"], **applied(state["optimizer"], change["optimizer"]),
-                                  "trials": list(trials.values())}
+            state["optimizer"] = {
+                **state["optimizer"],
+                **applied(state["optimizer"], change["optimizer"]),
+                "trials": list(trials.values()),
+            }
             state["session"].update(change["session"])
             state["session"]["where"].update(change["where"])
     return version, state
@@ -66,7 +71,10 @@ def changes(before: Any, now: Any) -> Any:
     before as ``{"$append": tail}``, lists of dicts of the same length item by item
     (``{"$items": [...]}``), dicts key by key; anything else as it is now."""
     if isinstance(now, dict):
-        return {k: changes(before.get(k) if isinstance(before, dict) else None, v) for k, v in now.items()}
+        return {
+            k: changes(before.get(k) if isinstance(before, dict) else None, v)
+            for k, v in now.items()
+        }
     if isinstance(now, list) and isinstance(before, list) and before:
         if len(now) >= len(before) and now[:len(before)] == before:
             return {APPEND: now[len(before):]}
@@ -83,7 +91,10 @@ def applied(before: Any, change: Any) -> Any:
         return before + change[APPEND]
     if set(change) == {ITEMS}:
         return [applied(b, c) for b, c in zip(before, change[ITEMS])]
-    return {k: applied(before.get(k) if isinstance(before, dict) else None, v) for k, v in change.items()}
+    return {
+        k: applied(before.get(k) if isinstance(before, dict) else None, v)
+        for k, v in change.items()
+    }
 
 
 class StudyStateFile:
@@ -127,7 +138,8 @@ class StudyStateFile:
         self._whole_due = False
         optimizer.changed_trials()            # all of them are in the whole state
         whole = optimizer.state_dict()
-        self._written = whole                 # holds the changing state (``changes`` reads its keys)
+        # holds the changing state (``changes`` reads its keys)
+        self._written = whole
         write_state(self.path, STATE_FORMAT, STATE_VERSION, {
             "generation": self.generation, "config": config, "optimizer": whole,
             "session": session}, default=str)

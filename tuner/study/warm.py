@@ -218,8 +218,12 @@ def carried_correlation(optimizer: Optimizer, origin: str,
     it to ``context`` (``Optimizer.context_correlation``); None without contexts."""
     if context is None or optimizer.contexts is None:
         return None
-    theirs = next((tr.context for tr in optimizer.trials if tr.origin == origin and tr.context), None)
-    return None if theirs is None else (dict(theirs), optimizer.context_correlation(theirs, context))
+    theirs = next(
+        (tr.context for tr in optimizer.trials if tr.origin == origin and tr.context), None
+    )
+    return (
+        None if theirs is None else (dict(theirs), optimizer.context_correlation(theirs, context))
+    )
 
 
 def carried_counts(optimizer: Optimizer) -> dict[str, int]:

@@ -136,8 +136,11 @@ class Operations:
                         "run", parent["run_id"])
             parent["run_id"] = None
         exp_id = self._experiment_id(op["experiment"])
-        found = (client.search_runs([exp_id], f"tags.`{RUN_KEY_TAG}` = '{op['parent']}'", max_results=1)
-                 if op.get("attempted") else [])
+        found = (
+            client.search_runs([exp_id], f"tags.`{RUN_KEY_TAG}` = '{op['parent']}'", max_results=1)
+            if op.get("attempted")
+            else []
+        )
         if found:
             run_id = found[0].info.run_id
             client.update_run(run_id, "RUNNING")
@@ -206,8 +209,13 @@ class Operations:
     def _search(self, exp_id: str, filter_string: str) -> list[Any]:
         return search_all(self._mlflow(), exp_id, filter_string)
 
-    def _log_batch(self, run_id: str, metrics: list[Metric] = (), params: dict[str, str] | None = None,
-                   tags: dict[str, str] | None = None) -> None:
+    def _log_batch(
+        self,
+        run_id: str,
+        metrics: list[Metric] = (),
+        params: dict[str, str] | None = None,
+        tags: dict[str, str] | None = None,
+    ) -> None:
         """``log_batch`` in chunks within MLflow's limits (100 params+tags, 1000 entities)."""
         items: list[Any] = ([Param(k, v) for k, v in (params or {}).items()]
                             + [RunTag(k, v) for k, v in (tags or {}).items()])
@@ -216,5 +224,10 @@ class Operations:
             pt, items = items[:MAX_PARAMS_TAGS_PER_BATCH], items[MAX_PARAMS_TAGS_PER_BATCH:]
             room = MAX_ENTITIES_PER_BATCH - len(pt)
             ms, metrics = metrics[:room], metrics[room:]
-            self._mlflow().log_batch(run_id, metrics=ms, params=[x for x in pt if isinstance(x, Param)],
-                                     tags=[x for x in pt if isinstance(x, RunTag)], synchronous=True)
+            self._mlflow().log_batch(
+                run_id,
+                metrics=ms,
+                params=[x for x in pt if isinstance(x, Param)],
+                tags=[x for x in pt if isinstance(x, RunTag)],
+                synchronous=True,
+            )

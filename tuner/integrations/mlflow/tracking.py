@@ -90,10 +90,16 @@ class StudyTracker:
                  probe_interval: float = 5.0):
         for k, v in HTTP_DEFAULTS.items():
             os.environ.setdefault(k, v)
-        self.tracking_uri = tracking_uri or os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_TRACKING_URI
+        self.tracking_uri = (
+            tracking_uri or os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_TRACKING_URI
+        )
         self.experiment = experiment
         self.run_name = run_name
-        self.retries, self.backoff, self.probe_interval = max(int(retries), 0), backoff, probe_interval
+        self.retries, self.backoff, self.probe_interval = (
+            max(int(retries), 0),
+            backoff,
+            probe_interval,
+        )
         self.dir = Path(spool_dir)
         self.dir.mkdir(parents=True, exist_ok=True)
         self.parents = Parents(self.dir)
@@ -146,9 +152,16 @@ class StudyTracker:
         self._accepted = {op["trial_id"] for op in self._queue
                           if op["op"] == "trial" and op["parent"] == key}
         values, cut = param_values(params)
-        op = {"op": "start", "parent": key, "experiment": self.experiment,
-              "run_name": self.run_name or self.experiment, "params": values,
-              "tags": tag_values(tags or {}), "time": _ms(None), "resume": resume_run_id is not None}
+        op = {
+            "op": "start",
+            "parent": key,
+            "experiment": self.experiment,
+            "run_name": self.run_name or self.experiment,
+            "params": values,
+            "tags": tag_values(tags or {}),
+            "time": _ms(None),
+            "resume": resume_run_id is not None,
+        }
         if cut:   # the full values go into an artifact (the param keeps the first 6000 chars)
             op["full_params"] = {k: _text(params[k]) for k in params if mlflow_key(k) in cut}
         self._drain(tries=1, force=True)       # an earlier session's spool goes first
@@ -202,15 +215,22 @@ class StudyTracker:
             op["curve"] = curve
         self._submit(op)
 
-    def log_progress(self, step: int, metrics: dict[str, float], timestamp: float | None = None) -> None:
+    def log_progress(
+        self, step: int, metrics: dict[str, float], timestamp: float | None = None
+    ) -> None:
         """Parent-run metrics at ``step`` (e.g. trials done) and wall-clock ``timestamp``."""
         values, skipped = metric_values(metrics)
         new_skips = set(skipped) - self._skipped_progress
         self._skipped_progress |= new_skips
         if not values and not new_skips:
             return
-        op = {"op": "progress", "parent": self._need_key(), "step": int(step), "time": _ms(timestamp),
-              "metrics": values}
+        op = {
+            "op": "progress",
+            "parent": self._need_key(),
+            "step": int(step),
+            "time": _ms(timestamp),
+            "metrics": values,
+        }
         if new_skips:
             op["tags"] = {"skipped_metrics": "non-finite values not logged: "
                           + ", ".join(sorted(self._skipped_progress))}
@@ -252,13 +272,25 @@ class StudyTracker:
         number of items still unlogged; they stay in the spool for a later tracker on the same
         ``spool_dir`` (a resumed study), and a warning says where."""
         if self._key is not None:
-            self._submit({"op": "end", "parent": self._key, "status": RUN_STATUS.get(status, status),
-                          "time": _ms(None)})
+            self._submit(
+                {
+                    "op": "end",
+                    "parent": self._key,
+                    "status": RUN_STATUS.get(status, status),
+                    "time": _ms(None),
+                }
+            )
         left = self.flush()
         if left:
-            log.warning("MLflow: %d item(s) could not be logged to %s (%s); they are kept in %s and "
-                        "are sent by the next tracker on that folder (resume the study, or call "
-                        "flush())", left, self.tracking_uri, self._last_error, self.spool_path)
+            log.warning(
+                "MLflow: %d item(s) could not be logged to %s (%s); they are kept in %s and "
+                "are sent by the next tracker on that folder (resume the study, or call "
+                "flush())",
+                left,
+                self.tracking_uri,
+                self._last_error,
+                self.spool_path,
+            )
         if self.rejected:
             log.warning("MLflow: %d item(s) were refused by MLflow; they are kept in %s",
                         self.rejected, self.rejected_path)

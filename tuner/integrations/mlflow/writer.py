@@ -121,7 +121,9 @@ class TrackerProcess:
     def log_trial(self, record: TrialRecord) -> None:
         self._send("log_trial", record)
 
-    def log_progress(self, step: int, metrics: dict[str, float], timestamp: float | None = None) -> None:
+    def log_progress(
+        self, step: int, metrics: dict[str, float], timestamp: float | None = None
+    ) -> None:
         self._send("log_progress", step, metrics, timestamp)
 
     def log_params(self, params: dict[str, Any]) -> None:

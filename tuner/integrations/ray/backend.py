@@ -1,8 +1,8 @@
 """The Ray task backend of ``tuner.loop.loop.StudyLoop``: one Ray task per trial.
 
 Trials run as plain Ray tasks (``ray.wait`` on the running set), not as Ray Tune trials: the
-task loop keeps the slots far busier for short trials (measured on a 2-core machine: docs/research/notes/evidence.md,
-"Why Ray tasks"; ``scripts/bench/bench_orchestration.py``).
+task loop keeps the slots far busier for short trials (measured on a 2-core machine:
+docs/research/notes/evidence.md, "Why Ray tasks"; ``scripts/bench/bench_orchestration.py``).
 
 A trial whose trainable reports progress runs as a Ray generator task (``execute_steps``): each
 step's metrics stream back as they come (``ray.wait`` takes the generator), then the result.
@@ -252,8 +252,12 @@ def user_frame(text: str) -> str | None:
     """The deepest frame of a traceback's text in the user's own code (not tuner's, Ray's,
     an installed package's or the standard library's): ``path:line in function: source``;
     None if there is none."""
-    frames = [m for m in _FRAME.finditer(text + "\n")
-              if not m.group(1).startswith("<") and not str(Path(m.group(1)).resolve()).startswith(_NOT_USER)]
+    frames = [
+        m
+        for m in _FRAME.finditer(text + "\n")
+        if not m.group(1).startswith("<")
+        and not str(Path(m.group(1)).resolve()).startswith(_NOT_USER)
+    ]
     if not frames:
         return None
     path, line, fn, source = frames[-1].groups()

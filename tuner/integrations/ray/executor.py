@@ -30,8 +30,9 @@ GATE_TIMEOUT = 120.0   # seconds a warm-up run waits for the other slots' runs
 
 # Ray starts its workers at niceness 15 by default, so on a machine where any other CPU-bound
 # job runs at normal priority the trials get a few percent of a core (measured: warm-up 136 s
-# instead of 6 s, docs/research/notes/evidence.md "Start-up and busy machines").  A local Ray runs them at the driver's
-# own priority; a cluster keeps its own setting (start it with RAY_worker_niceness=0).
+# instead of 6 s, docs/research/notes/evidence.md "Start-up and busy machines").  A local Ray runs
+# them at the driver's own priority; a cluster keeps its own setting (start it with
+# RAY_worker_niceness=0).
 LOCAL_RAY_SYSTEM_CONFIG = {"worker_niceness": 0}
 
 
@@ -96,8 +97,11 @@ class RayExecutor:
 
     def __init__(self, cfg: StudyConfig):
         self.address, self.run = cfg.ray.address, cfg.run
-        s = cfg.settings    # deferred fits due (Settings.refit_apply): their actor starts with Ray
-        self.fits_due = s.research.fitting.refit_apply == "next" and cfg.run.trials > s.research.fitting.fit_max_points
+        s = cfg.settings  # deferred fits due (Settings.refit_apply): their actor starts with Ray
+        self.fits_due = (
+            s.research.fitting.refit_apply == "next"
+            and cfg.run.trials > s.research.fitting.fit_max_points
+        )
         self.trainable_name = cfg.trainable
         self.trainable = ship_trainable(cfg)
         self.options = cfg.trainable_options
@@ -156,7 +160,9 @@ class RayExecutor:
                 if gate is not None:
                     ray.kill(gate)
 
-    def reference_runs(self, config: Mapping[str, Any], seeds: list[int]) -> Iterator[dict[str, Any]]:
+    def reference_runs(
+        self, config: Mapping[str, Any], seeds: list[int]
+    ) -> Iterator[dict[str, Any]]:
         """Run ``config`` once per seed, all at once, as trials run; yield each run's output
         (``execute_trial``) as it ends.  ``RunFailed`` if one fails."""
         pending = [self._task.remote(self.trainable, dict(config), self.options, seed)
@@ -209,9 +215,11 @@ class RayExecutor:
         field = "run.cpus_per_trial" if name == "CPU" else f"run.resources_per_trial.{name}"
         fix = (f"set {field} to {have / slots:.3g} or run.max_concurrent to {fits}" if fits
                else f"set {field} to at most {have:g}")
-        text = (f"run.max_concurrent x {field} = {slots} x {need:g} = {slots * need:g} "
-                f"{name}, but Ray has {have:g}: only {fits} trial(s) can run at once, and the others "
-                f"would wait in Ray's queue with the wait counted as their run time; {fix}")
+        text = (
+            f"run.max_concurrent x {field} = {slots} x {need:g} = {slots * need:g} "
+            f"{name}, but Ray has {have:g}: only {fits} trial(s) can run at once, and the others "
+            f"would wait in Ray's queue with the wait counted as their run time; {fix}"
+        )
         if self.address is None:
             raise ConfigError(text)
         progress.message(f"warning: {text} (unless the cluster grows)")
@@ -246,6 +254,8 @@ def _check_reachable(address: str | None, timeout: float = 10.0) -> None:
     try:
         socket.create_connection((host, int(port)), timeout=timeout).close()
     except OSError as exc:
-        raise ConfigError(f"ray.address: nothing answers at {address} ({exc or type(exc).__name__}); "
-                          "start the cluster there (`ray start --head`) or fix the address "
-                          "(--address, or leave it out for a local Ray)") from None
+        raise ConfigError(
+            f"ray.address: nothing answers at {address} ({exc or type(exc).__name__}); "
+            "start the cluster there (`ray start --head`) or fix the address "
+            "(--address, or leave it out for a local Ray)"
+        ) from None

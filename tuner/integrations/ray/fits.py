@@ -36,8 +36,12 @@ class RayFitPool:
         if self._closed:
             raise RuntimeError("the fit actor's pool is closed")
         if self._actor is None:
-            here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=True)
-            self._actor = ray.remote(num_cpus=0)(_FitWorker).options(scheduling_strategy=here).remote()
+            here = NodeAffinitySchedulingStrategy(
+                ray.get_runtime_context().get_node_id(), soft=True
+            )
+            self._actor = (
+                ray.remote(num_cpus=0)(_FitWorker).options(scheduling_strategy=here).remote()
+            )
 
     def submit(self, fn: Callable[..., Any], /, *args: Any) -> Future:
         self.start()

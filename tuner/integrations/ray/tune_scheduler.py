@@ -119,7 +119,8 @@ class TunerScheduler(FIFOScheduler):
             asha_rule(self.max_t, grace, eta)
         self.configs: dict[str, dict[str, Any]] = {}
         self.reasons: dict[str, str] = {}            # Ray trial id -> why it was stopped
-        self.events: list[list[Any]] = []            # what the rules were told (replayed on restore)
+        # what the rules were told (replayed on restore)
+        self.events: list[list[Any]] = []
         self._rules: list[StoppingRule] | None = None
         self._ids: dict[str, int] = {}               # Ray trial id -> the rules' trial id
         self._ray_ids: list[str] = []
@@ -211,7 +212,10 @@ class TunerScheduler(FIFOScheduler):
         return TrialScheduler.STOP
 
     def on_trial_complete(self, tune_controller: Any, trial: Trial, result: dict) -> None:
-        step, value = _number((result or {}).get(self.time_attr)), _number((result or {}).get(self._metric))
+        step, value = (
+            _number((result or {}).get(self.time_attr)),
+            _number((result or {}).get(self._metric)),
+        )
         if trial.trial_id not in self.reasons and value is not None and step is not None \
                 and step >= self.max_t:
             self._finished(trial.trial_id, value)
@@ -226,7 +230,8 @@ class TunerScheduler(FIFOScheduler):
         return (f"TunerScheduler: rule {self.rule}, {len(self.reasons)} trial(s) stopped early"
                 + (f", budget {self.budget:g} s by pace" if self.budget else ""))
 
-    # --- the state TunerSearch checkpoints ----------------------------------------------------------
+    # --- the state TunerSearch checkpoints
+    # ----------------------------------------------------------
 
     def get_state(self) -> dict[str, Any]:
         return {"events": self.events, "reasons": self.reasons, "configs": self.configs,

@@ -60,12 +60,13 @@ How Ray's calls map onto the ask/tell ``Optimizer`` (``searcher.optimizer``):
   experiment, so ``tune.Tuner.restore`` continues the same study.
 
 Spaces: ``space`` may be a flat Ray Tune param space (``tune.uniform``, ``loguniform``,
-``randint``, ``lograndint``, ``choice``, q-variants; converted by ``tuner.integrations.ray.tune_space.from_tune``)
-or the tuner's plain mapping format (``{"C": {"type": "float", "low": 1e-4, "high": 100,
-"log": True}, ...}``, read by ``SearchSpace.from_dict``).  A mapping that holds at least one Ray
-Tune domain (or ``grid_search``/``sample_from``) is read as a Ray param space, any other as the
-plain format.  In a Ray param space, entries without a domain (numbers, strings, nested dicts of
-constants) are constants: not searched, but returned in every suggested config.  Nested domains,
+``randint``, ``lograndint``, ``choice``, q-variants; converted by
+``tuner.integrations.ray.tune_space.from_tune``) or the tuner's plain mapping format (``{"C":
+{"type": "float", "low": 1e-4, "high": 100, "log": True}, ...}``, read by
+``SearchSpace.from_dict``).  A mapping that holds at least one Ray Tune domain (or
+``grid_search``/``sample_from``) is read as a Ray param space, any other as the plain format.  In a
+Ray param space, entries without a domain (numbers, strings, nested dicts of constants) are
+constants: not searched, but returned in every suggested config.  Nested domains,
 ``tune.sample_from`` and ``tune.grid_search`` are rejected with an error naming the parameter.
 """
 
@@ -120,8 +121,10 @@ def split_param_space(space: Mapping[str, Any]) -> tuple[SearchSpace | None, dic
     try:
         return SearchSpace.from_dict(space), {}
     except SpaceError as exc:
-        raise SpaceError(f"{exc} (the space holds no Ray Tune domain such as tune.uniform, so it "
-                         "was read as the tuner's plain format {name: {'type': ..., ...}})") from exc
+        raise SpaceError(
+            f"{exc} (the space holds no Ray Tune domain such as tune.uniform, so it "
+            "was read as the tuner's plain format {name: {'type': ..., ...}})"
+        ) from exc
 
 
 def _split_ray_space(config: Mapping[str, Any]) -> tuple[SearchSpace | None, dict[str, Any]]:
@@ -157,7 +160,8 @@ def _check_point(space: SearchSpace, point: Any, where: str) -> dict[str, Any]:
         raise ValueError(f"{where} must be a dict of parameter values, got {point!r}")
     missing = [name for name in space.names if name not in point]
     if missing:
-        raise ValueError(f"{where} lacks parameter(s) {missing} (the search space has {space.names})")
+        raise ValueError(f"{where} lacks parameter(s) {missing} (the search space has "
+                         f"{space.names})")
     for name, p in space.params.items():
         try:
             check_value(p, point[name])
@@ -271,15 +275,25 @@ class TunerSearch(Searcher):
                                                num_samples=20, max_concurrent_trials=2))
     """
 
-    def __init__(self, space: Mapping[str, Any] | SearchSpace | None = None, metric: str | None = None,
-                 mode: str | None = None, points_to_evaluate: list[dict] | None = None,
-                 algorithm: str = "gp-ucb-sdf", objective_bounds=None, seed: int = 0,
-                 budget: float | None = None, budget_metric: str = "time_total_s",
-                 time_attr: str = "training_iteration", max_t: float | None = None,
-                 evaluated_rewards: list | None = None,
-                 context_space: Mapping[str, Any] | None = None,
-                 context: Mapping[str, Any] | None = None, time_budget_s: float | None = None,
-                 **optimizer_settings: Any):
+    def __init__(
+        self,
+        space: Mapping[str, Any] | SearchSpace | None = None,
+        metric: str | None = None,
+        mode: str | None = None,
+        points_to_evaluate: list[dict] | None = None,
+        algorithm: str = "gp-ucb-sdf",
+        objective_bounds=None,
+        seed: int = 0,
+        budget: float | None = None,
+        budget_metric: str = "time_total_s",
+        time_attr: str = "training_iteration",
+        max_t: float | None = None,
+        evaluated_rewards: list | None = None,
+        context_space: Mapping[str, Any] | None = None,
+        context: Mapping[str, Any] | None = None,
+        time_budget_s: float | None = None,
+        **optimizer_settings: Any,
+    ):
         if metric is not None and not isinstance(metric, str):
             raise ValueError(f"metric must be a single result key (got {metric!r}); TunerSearch "
                              "optimizes a single metric")
@@ -315,19 +329,23 @@ class TunerSearch(Searcher):
         self._time_budget: float | None = Field((float, None), above=0, finite=True).check(
             "time_budget_s", time_budget_s)
         self._deadline: float | None = None     # on the clock: the first suggestion + the budget
-        # earlier results told once the optimizer exists: [parameters, value, error, pruned, context]
+        # earlier results told once the optimizer exists: [parameters, value, error, pruned,
+        # context]
         self._evaluated: list[list[Any]] = []
         if evaluated_rewards is not None:
             if len(evaluated_rewards) != len(self._points):
-                raise ValueError(f"evaluated_rewards must give one value per point of "
-                                 f"points_to_evaluate ({len(self._points)}); got {len(evaluated_rewards)}")
+                raise ValueError(
+                    f"evaluated_rewards must give one value per point of "
+                    f"points_to_evaluate ({len(self._points)}); got {len(evaluated_rewards)}"
+                )
             self._evaluated = [[p, float(v), False, False, None]
                                for p, v in zip(self._points, evaluated_rewards)]
             self._points = []
         self.optimizer: Optimizer | None = None
         self._trial_ids: dict[str, int] = {}
         self._time_attr, self._max_t = time_attr, None if max_t is None else float(max_t)
-        self._seen: dict[str, float] = {}      # Ray trial id -> time_attr of its last on_trial_result
+        # Ray trial id -> time_attr of its last on_trial_result
+        self._seen: dict[str, float] = {}
         self._furthest = -math.inf             # the largest time_attr any trial reached
         self.scheduler: Any = None             # a TunerScheduler used alongside (its state is ours)
         self._setup()
@@ -375,7 +393,9 @@ class TunerSearch(Searcher):
 
     def suggest(self, trial_id: str) -> dict | None:
         if self._space is None:
-            raise RuntimeError(UNDEFINED_SEARCH_SPACE.format(cls=type(self).__name__, space="space"))
+            raise RuntimeError(
+                UNDEFINED_SEARCH_SPACE.format(cls=type(self).__name__, space="space")
+            )
         if not self._metric or not self._mode:
             raise RuntimeError(UNDEFINED_METRIC_MODE.format(cls=type(self).__name__,
                                                             metric=self._metric, mode=self._mode))
@@ -474,8 +494,10 @@ class TunerSearch(Searcher):
                 self.optimizer.tell(opt_id, value, metrics=metrics)
             else:
                 self.optimizer.fail(opt_id, reason, metrics=metrics, status=status)
-        except ValueError as exc:   # already told (e.g. a trial resumed after a restore)
-            logger.warning("TunerSearch: ignoring another completion of trial %s: %s", trial_id, exc)
+        except ValueError as exc:  # already told (e.g. a trial resumed after a restore)
+            logger.warning(
+                "TunerSearch: ignoring another completion of trial %s: %s", trial_id, exc
+            )
 
     def add_evaluated_point(self, parameters: dict, value: float, error: bool = False,
                             pruned: bool = False, intermediate_values: list[float] | None = None,
@@ -493,14 +515,29 @@ class TunerSearch(Searcher):
         config = {k: point[k] for k in self._space.names}
         origin = "add_evaluated_point"
         if error:
-            self.optimizer.add_earlier(config, status=Status.FAILED, context=context, origin=origin,
-                                       reason="an earlier evaluation that failed (add_evaluated_point)")
+            self.optimizer.add_earlier(
+                config,
+                status=Status.FAILED,
+                context=context,
+                origin=origin,
+                reason="an earlier evaluation that failed (add_evaluated_point)",
+            )
         elif pruned:
-            self.optimizer.add_earlier(config, status=Status.STOPPED, context=context, origin=origin,
-                                       reason="an earlier evaluation stopped early (add_evaluated_point)")
+            self.optimizer.add_earlier(
+                config,
+                status=Status.STOPPED,
+                context=context,
+                origin=origin,
+                reason="an earlier evaluation stopped early (add_evaluated_point)",
+            )
         elif not math.isfinite(float(value)):
-            self.optimizer.add_earlier(config, status=Status.FAILED, context=context, origin=origin,
-                                       reason=f"an earlier evaluation with a non-finite value ({value})")
+            self.optimizer.add_earlier(
+                config,
+                status=Status.FAILED,
+                context=context,
+                origin=origin,
+                reason=f"an earlier evaluation with a non-finite value ({value})",
+            )
         else:
             self.optimizer.add_earlier(config, float(value), context=context, origin=origin)
 
@@ -520,21 +557,35 @@ class TunerSearch(Searcher):
         constants = {k: v for k, v in self._constants.items() if _jsonable(v)}
         skipped = sorted(set(self._constants) - set(constants))
         if skipped and log_once("tuner_search:constants"):
-            logger.warning("TunerSearch: constants %s of the param space are not JSON-serializable "
-                           "and are not checkpointed (Ray still passes them to the trials)", skipped)
-        return envelope(STATE_FORMAT, STATE_VERSION, {
-            "metric": self._metric, "mode": self._mode, "settings": self._settings,
-            "space": None if self._space is None else self._space.to_dict(),
-            "constants": constants, "points_to_evaluate": self._points,
-            "context_space": self._context_space, "context": self._context,
-            "evaluated": self._evaluated,
-            "trial_ids": self._trial_ids, "seen": self._seen,
-            "furthest": None if math.isinf(self._furthest) else self._furthest,
-            "optimizer": None if self.optimizer is None else self.optimizer.state_dict(),
-            "scheduler": None if self.scheduler is None else self.scheduler.get_state(),
-            # the time budget left, as Ray's TimeoutStopper keeps it across a restore
-            "time_left": None if self._deadline is None else max(self._deadline - self._clock(), 0.0),
-        })
+            logger.warning(
+                "TunerSearch: constants %s of the param space are not JSON-serializable "
+                "and are not checkpointed (Ray still passes them to the trials)",
+                skipped,
+            )
+        return envelope(
+            STATE_FORMAT,
+            STATE_VERSION,
+            {
+                "metric": self._metric,
+                "mode": self._mode,
+                "settings": self._settings,
+                "space": None if self._space is None else self._space.to_dict(),
+                "constants": constants,
+                "points_to_evaluate": self._points,
+                "context_space": self._context_space,
+                "context": self._context,
+                "evaluated": self._evaluated,
+                "trial_ids": self._trial_ids,
+                "seen": self._seen,
+                "furthest": None if math.isinf(self._furthest) else self._furthest,
+                "optimizer": None if self.optimizer is None else self.optimizer.state_dict(),
+                "scheduler": None if self.scheduler is None else self.scheduler.get_state(),
+                # the time budget left, as Ray's TimeoutStopper keeps it across a restore
+                "time_left": None
+                if self._deadline is None
+                else max(self._deadline - self._clock(), 0.0),
+            },
+        )
 
     def set_state(self, state: Mapping[str, Any]) -> None:
         opened(state, STATE_FORMAT, (STATE_VERSION,), "the TunerSearch checkpoint")
@@ -562,7 +613,8 @@ class TunerSearch(Searcher):
             self.scheduler.set_state(state["scheduler"])   # after the optimizer: it replays on it
 
     def save(self, checkpoint_path: str) -> None:
-        """Write the state as JSON, atomically (temp file in the same directory, then os.replace)."""
+        """Write the state as JSON, atomically (temp file in the same directory, then
+        os.replace)."""
         try:
             text = json.dumps(self.get_state())
         except (TypeError, ValueError) as exc:

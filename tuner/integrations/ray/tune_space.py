@@ -25,8 +25,10 @@ def _convert(name: str, dom: sample.Domain) -> Float | Int | Categorical:
     if isinstance(dom, sample.Categorical):
         return Categorical(tuple(dom.categories))
     if not isinstance(sampler, (sample.Uniform, sample.LogUniform)):
-        raise SpaceError(f"space.{name}: Ray Tune sampler {type(sampler).__name__} is not "
-                         "supported; use uniform, loguniform, randint, lograndint, choice or q-variants")
+        raise SpaceError(
+            f"space.{name}: Ray Tune sampler {type(sampler).__name__} is not "
+            "supported; use uniform, loguniform, randint, lograndint, choice or q-variants"
+        )
     if isinstance(dom, sample.Float):
         return Float(float(dom.lower), float(dom.upper), log, None if q is None else float(q))
     if isinstance(dom, sample.Integer):
