@@ -1,4 +1,4 @@
-"""Deferred refits (Settings.refit_apply: next): past fit_max_points results, the fit started when
+"""Deferred refits (research.refit_apply: next): past fit_max_points results, the fit started when
 one is due is applied when the next is due, so it can run off the suggestion's path (in a pool
 the study hands the optimizer) while the suggestions stay what they would be without the pool,
 after a resume with a fit in flight, and when the pool's process dies."""

@@ -3,7 +3,7 @@
 For each n and d, both optimizers hold n completed observations of the same function at the same
 random points and have made one untimed suggestion (ours factorizes and fits there); then
 suggest+tell cycles are timed, wall clock and process CPU time.  Ours refits its hyperparameters
-every 10 results, or once they grew by 5 % past 200 (``Settings.refit_growth``), so ``--reps``
+every 10 results, or once they grew by 5 % past 200 (``research.refit_growth``), so ``--reps``
 is raised to that interval at each n: the timed cycles hold exactly one refit (the last), the
 median is a suggestion between refits, the mean the cost amortized over a refit cycle.
 Optuna's GPSampler refits on every call.  Ratios ours / Optuna come from the same run on the same

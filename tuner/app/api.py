@@ -68,15 +68,31 @@ def run(trainable: Callable[[dict], Mapping[str, Any]] | str, *, space: Mapping[
         ray: Mapping[str, Any] | None = None, mlflow: Mapping[str, Any] | None = None,
         output: str = "tuner_runs", context: Mapping[str, Any] | None = None,
         warm_start: str | list[str] | None = None, resume: bool = False, fresh: bool = False):
-    """Tune ``trainable`` (a function ``config -> {metric: value}``, or ``"module:function"``)
-    on Ray, every trial in MLflow; returns the ``StudyResult`` (``.best``: the best trial
-    within the budget).
+    """Tune ``trainable`` on Ray, every trial in MLflow, as ``tuner run`` does from a study file;
+    returns the ``StudyResult`` (``.best``: the best trial within the budget, or None).
 
-    ``objective``: the metric to maximize, or ``{metric, mode, bounds}``. ``budget``: seconds
-    per trial, a multiple of a reference run (``"1.5x"``), or ``{limit, reference, metric,
-    stop_margin}``. ``run``, ``optimizer``, ``ray``, ``mlflow``: the YAML sections.
-    ``context``: what this study's data is (``{"n_rows": 120000}``); ``warm_start``: earlier
-    studies of the same function and space to learn from (docs/how-to/retune-when-data-changes.md).
+    Args:
+        trainable: a function ``config -> {metric: value}`` (or one that yields such a dict
+            per step, with ``run``'s ``fidelity``), or ``"module:function"``, or a built-in name.
+        space: the parameters, ``{name: {type: float | int | categorical, low, high, log,
+            choices}}``.
+        objective: the metric to maximize, or ``{metric, mode: max | min, bounds}``.
+        budget: each run's budget: seconds, a multiple of a reference run (``"1.5x"``), or
+            ``{limit, reference, metric, stop_margin, pace_margin}``; None: no budget.
+        trials: how many trials the study starts.
+        max_concurrent: trials running at once.
+        study: the study's name (default: the function's module and name, ``mytrain.fit``).
+        optimizer: the optimizer's settings (docs/reference/settings.md), research switches
+            under ``research``.
+        run, ray, mlflow: those sections of a study file (docs/reference/config.md).
+        output: the folder that holds each study's folder.
+        context: what this study's data is (``{"n_rows": 120000}``): earlier studies at other
+            contexts inform it (docs/how-to/retune-when-data-changes.md).
+        warm_start: earlier studies of the same function and space to learn from.
+        resume: continue the study from its saved state.
+        fresh: start it over (an existing folder is kept under a new name).
+
+    Every error in the arguments is a ``ConfigError`` that names the field.
     """
     from tuner.app.wiring import study_runner
 

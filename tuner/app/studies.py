@@ -31,9 +31,16 @@ class LoadedStudy:
 
 
 def load_study(name_or_path: str | Path, output: str | Path = "tuner_runs") -> LoadedStudy:
-    """A study's folder read for analysis: ``name_or_path`` is a study folder, or a study's
-    name under ``output``.  ``trials`` holds every trial the study ran (not those carried over
-    from earlier studies), with its status, objective, run time and settings."""
+    """A study's folder read for analysis (no Ray, no MLflow: it works on a copy, and on a study
+    that is still running).  ``trials`` holds every trial the study ran (not those carried over
+    from earlier studies), with its status, objective, run time and settings.
+
+    Args:
+        name_or_path: a study folder, or a study's name under ``output``.
+        output: the folder that holds each study's folder.
+
+    Raises ``StudyNotFound`` naming the studies there when there is no such study.
+    """
     import pandas as pd
 
     path = Path(name_or_path)

@@ -16,7 +16,7 @@ random             random      -             random search
 
 "censor + nu": pending trials enter the GP at the objective's minimum and the exploration
 weight gets the delay term of eq. 2; the baselines use nu_t = beta_t; log EI has no weight.
-``Settings.censoring`` says how: ``hard`` with the GP's own noise (eq. 1 as printed), ``soft``
+``research.censoring`` says how: ``hard`` with the GP's own noise (eq. 1 as printed), ``soft``
 with a noise of their own (``censor_noise`` x amplitude), a pull towards the minimum rather than
 an observation of it.
 """

@@ -120,12 +120,12 @@ def constraint_view(c: Any, trials: Sequence[Trial], m: float, unit: str, now: f
     """Usable observations of constraint ``c`` and the censored targets c~_{s,t} of all trials.
 
     004 §5: c~ = c_s if the value arrived within the window m, else 0.  With ``elapsed_bound``
-    (``Settings.use_elapsed_bound`` on a run-time constraint) the product departs from it: a
+    (``research.use_elapsed_bound`` on a run-time constraint) the product departs from it: a
     finished or stopped trial's run time is known exactly whenever it arrives, so it is never
     censored (censoring by delay would hide precisely the slow runs, the violations, at g = 0),
     and a running trial whose elapsed time already exceeds the budget enters with that lower
     bound g(elapsed) > 0 instead of 0.  ``floor`` replaces 004's 0 (``-inf``: the bound alone,
-    for ``Settings.constraint_pending`` "mean", which raises it to the posterior mean).
+    for ``research.constraint_pending`` "mean", which raises it to the posterior mean).
     """
     done, y = [], np.zeros(len(trials))
     for tr in trials:

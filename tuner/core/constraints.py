@@ -92,7 +92,7 @@ def mean_run_time(post: Any) -> Any:
     its mean is that of ln T, the log of the median run time; under log-normal noise the mean
     run time is E[T] = exp(g(x) + lambda / 2) x limit.  A budget on the mean is met where
     g(x) + lambda / 2 <= 0: the mean shifts by lambda / 2, the variance stays.  Not from the
-    papers (004 §5 models g on its own scale); ``Settings.budget_bound`` "mean"."""
+    papers (004 §5 models g on its own scale); ``research.budget_bound`` "mean"."""
     out = copy.copy(post)
     out.offset = post.offset + 0.5 * float(post.mean_gp.hyper.noise)
     return out

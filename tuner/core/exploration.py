@@ -22,7 +22,7 @@ from .trial import Trial
 
 
 def make_beta(s: Settings, dim: int, domain_size: int | None) -> Callable[[int, float], float]:
-    """beta(t, information gain) of ``Settings.beta_schedule``."""
+    """beta(t, information gain) of ``research.beta_schedule``."""
     if s.research.exploration.beta_schedule == "constant":
         return acq.beta_constant(s.beta)
     if s.research.exploration.beta_schedule == "srinivas-finite":

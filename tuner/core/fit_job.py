@@ -1,4 +1,4 @@
-"""A marginal-likelihood fit as a job of its own (``Settings.refit_apply: next``): its inputs
+"""A marginal-likelihood fit as a job of its own (``research.refit_apply: next``): its inputs
 are fixed when the fit is due, it runs while the study goes on (in the process pool the study
 hands the optimizer, ``Optimizer.run_fits_in``, or here when there is none), and its result is
 applied when the next fit is due.  Where it ran does not change what it returns, so the

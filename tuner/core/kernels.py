@@ -51,7 +51,7 @@ class Kernel:
     a ``share`` w in [0, 1] mixes in the kernel without them: k = a (w rho(r_x) + (1 - w) rho(r)),
     r_x the distance over the configuration's columns alone.  For the SE kernel this is
     k_x (w + (1 - w) k_z): a part shared by every context and a context-specific part
-    (``Settings.context_kernel: shared``; w = 0 is the paper's product kernel).  A ``level``
+    (``research.context_kernel: shared``; w = 0 is the paper's product kernel).  A ``level``
     u in [0, 1) adds a level of each context that no configuration changes,
     k = a ((1 - u) (w rho(r_x) + (1 - w) rho(r)) + u rho(r_z))  (``context_kernel: shared-level``):
     g(z, x) = h(z) + f(z, x) with h and f independent GPs; k(x, x) stays a.

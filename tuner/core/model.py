@@ -14,7 +14,7 @@
   004 §6 / App. D), with the same hyperparameters;
 * ``members``: past ``Settings.exact_until`` started trials, the trials both GPs are built on
   (``tuner.core.subset``; None: every trial, the exact GP);
-* ``deferred``: past ``fit_max_points`` usable results with ``Settings.refit_apply: next``, the
+* ``deferred``: past ``fit_max_points`` usable results with ``research.refit_apply: next``, the
   fit started when the last one was due, applied when the next is due (``tuner.core.fit_job``).
 
 The optimizer owns one model for the objective and one per bandit-feedback constraint; what
@@ -121,7 +121,7 @@ class CensoredModel:
         There, with ``defer`` and once a fit on more than ``max_points`` results is in force, the
         fit due now starts (in ``pool`` if given) and the one started at the last due point is
         applied instead: the hyperparameters lag one refit interval (deviation from 001 App. C,
-        ``Settings.refit_apply``), and the fit leaves the suggestion's path.
+        ``research.refit_apply``), and the fit leaves the suggestion's path.
         """
         dense = 2 <= len(done) <= dense_until and len(done) > self.fit_n
         if not dense and len(done) < self.fit_n + refit_interval(every, growth, self.fit_n):

@@ -180,9 +180,13 @@ class Optimizer:
 
     def suggest(self, config: Mapping[str, Any] | None = None,
                 context: Mapping[str, Any] | None = None) -> Suggestion:
-        """Choose the next configuration now (or register ``config``, e.g. a user's start point,
-        or an earlier study's trial to be told its result); ``context``: z_t, required with a
-        ``context_space`` (paper 001 §5)."""
+        """Choose the next configuration now: the trial starts (running) at the clock's time.
+
+        Args:
+            config: register this configuration instead of choosing one (a user's start
+                point, an earlier study's trial to be told its result).
+            context: z_t, required with a ``context_space`` (paper 001 §5).
+        """
         now, t = float(self.clock()), len(self.trials)
         if self.contexts is None and context is not None:
             raise ValueError("suggest(context=...) needs an optimizer built with a context_space")
@@ -216,14 +220,26 @@ class Optimizer:
     def suggest_batch(self, k: int, context: Mapping[str, Any] | None = None) -> list[Suggestion]:
         """``k`` configurations for ``k`` workers that freed at once: a coherent batch, each
         chosen with the ones before it pending (censored entries whose sigma raises nu_t,
-        001 eq. 1-2), so the batch spreads instead of repeating one argmax."""
+        001 eq. 1-2), so the batch spreads instead of repeating one argmax.
+
+        Args:
+            k: how many.
+            context: z_t of every one of them (with a ``context_space``).
+        """
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
             raise ValueError(f"suggest_batch: k must be a whole number >= 1 (got {k!r})")
         return [self.suggest(context=context) for _ in range(k)]
 
     def tell(self, trial_id: int, value: float, metrics: Mapping[str, float] | None = None,
              finish_time: float | None = None) -> None:
-        """Report the objective of a finished trial (in arrival order; any trial order)."""
+        """Report the objective of a finished trial (in arrival order; any trial order).
+
+        Args:
+            trial_id: the suggestion's id.
+            value: its objective (a non-finite value fails the trial).
+            metrics: its other metrics; every constrained metric is required.
+            finish_time: when it finished (default: the clock's time).
+        """
         trial = self.ledger.running_trial(trial_id)
         metrics = {k: float(v) for k, v in (metrics or {}).items()}
         check_reported(trial, self.constraints, metrics)
@@ -240,9 +256,18 @@ class Optimizer:
                     metrics: Mapping[str, float] | None = None,
                     status: Status | str = Status.FINISHED, reason: str | None = None,
                     context: Mapping[str, Any] | None = None, origin: str | None = None) -> int:
-        """A trial run elsewhere (an earlier study, a colleague's run) told with its outcome:
-        ``value`` if FINISHED, else censored as ``fail`` would (``status``, ``reason``), at its
-        ``context``; ``origin`` marks where it came from (``Trial.origin``).  Returns its id."""
+        """A trial run elsewhere (an earlier study, a colleague's run) told with its outcome;
+        returns its id.
+
+        Args:
+            config: its configuration.
+            value: its objective, if it FINISHED.
+            metrics: its other metrics.
+            status: FINISHED, or how it ended (censored as ``fail`` would).
+            reason: why it did not finish.
+            context: the context it ran at (with a ``context_space``).
+            origin: where it came from (``Trial.origin``: an earlier study's name).
+        """
         s = self.suggest(config=config, context=context)
         self.trials[s.trial_id].origin = origin
         if Status(status) == Status.FINISHED:
@@ -254,9 +279,17 @@ class Optimizer:
 
     def report(self, trial_id: int, value: float, progress: float,
                metrics: Mapping[str, float] | None = None, elapsed: float | None = None) -> None:
-        """A running trial's objective ``value`` at ``progress`` (e.g. epochs done, growing): it is
-        censored at this value instead of the minimum until it ends, and after if it is STOPPED
-        (``censor_at_partial``): its run has shown this much.  Non-finite values are ignored."""
+        """A running trial's objective at some progress: it is censored at this value instead of
+        the minimum until it ends, and after if it is STOPPED (``censor_at_partial``): its run
+        has shown this much.
+
+        Args:
+            trial_id: the running trial.
+            value: its objective now (non-finite values are ignored).
+            progress: how far it got (epochs done; never decreasing).
+            metrics: other metrics reported with it.
+            elapsed: seconds since its start (its pace: ``Trial.projected_runtime``).
+        """
         trial = self.ledger.running_trial(trial_id)
         if trial.progress is not None and progress < trial.progress:
             raise ValueError(f"trial {trial_id}: progress {progress} reported after "
@@ -282,6 +315,13 @@ class Optimizer:
 
         A run-time constraint gets the elapsed time as its (lower-bound) value when the caller
         does not report one, so a trial stopped past its budget counts as the violation it is.
+
+        Args:
+            trial_id: the running trial.
+            reason: why (kept with the trial).
+            metrics: what it measured (non-finite values are dropped).
+            finish_time: when it ended (default: the clock's time).
+            status: FAILED, TIMED_OUT, STOPPED or KILLED.
         """
         trial = self.ledger.running_trial(trial_id)
         status = Status(status)
@@ -331,8 +371,12 @@ class Optimizer:
     # --- what the optimizer knows ---------------------------------------------------------------
 
     def best(self, feasible: bool = False, trials: Iterable[Trial] | None = None) -> Trial | None:
-        """The completed trial with the best objective (per ``mode``), optionally feasible only,
-        among ``trials`` (default: all)."""
+        """The completed trial with the best objective (per ``mode``), or None.
+
+        Args:
+            feasible: only trials that met every constraint.
+            trials: among these (default: every trial).
+        """
         done = [
             tr
             for tr in (self.trials if trials is None else trials)

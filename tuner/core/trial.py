@@ -13,7 +13,7 @@ STOPPED    stopped early by the study's stopping rule after reporting progress (
 
 Every status but RUNNING and FINISHED censors the objective for good (``Optimizer.fail``); a
 trial that reported progress (``Optimizer.report``) is censored at its last reported value
-rather than at the minimum (``Settings.censor_at_partial``).
+rather than at the minimum (``research.censor_at_partial``).
 """
 
 from __future__ import annotations

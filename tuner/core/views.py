@@ -31,9 +31,9 @@ class PosteriorView:
                  done: list[Trial], y_all: np.ndarray, targets: Targets, rng: np.random.Generator,
                  refit: bool = True, objective: bool = False) -> Posterior:
         """Refit if due, then the posterior (``objective``: the objective's model, whose targets
-        are centred on their mean when ``Settings.prior_mean`` is "mean", and whose running
-        trials ``Settings.believe_past`` may enter at the posterior mean; a constraint's are
-        centred when ``Settings.constraint_prior_mean`` is "mean").
+        are centred on their mean when ``research.prior_mean`` is "mean", and whose running
+        trials ``research.believe_past`` may enter at the posterior mean; a constraint's are
+        centred when ``research.constraint_prior_mean`` is "mean").
 
         With ``sliding_window`` W (RPOL-SWUCB, 004 §6 / App. D) only the last W started trials
         inform the posterior; the hyperparameters are still fit on every usable result, and the
@@ -89,7 +89,7 @@ class PosteriorView:
 
     @property
     def believes_pending_g(self) -> bool:
-        """``Settings.constraint_pending`` "mean" under soft censoring (``_soft``)."""
+        """``research.constraint_pending`` "mean" under soft censoring (``_soft``)."""
         s = self.settings
         return (
             s.research.censored.constraint_pending == "mean"
@@ -107,14 +107,14 @@ class PosteriorView:
         more than ``believe_past`` trials running (the objective only), a running trial that has
         not reported a step enters at the results' posterior mean instead (a believer: the mean
         stays, the variance there falls, as in GP-BUCB's hallucination; a second deviation).
-        A constraint's trial with no usable value enters, with ``Settings.constraint_pending``
+        A constraint's trial with no usable value enters, with ``research.constraint_pending``
         "mean", at its posterior mean, or at its run-time bound where that is higher, instead of
         004 §5's 0 (a third deviation: at 0 every running trial looks half feasible to P(g <= 0),
         and the search for feasibility gathers around the running trials).  With
-        ``Settings.stopped_objective`` "mean" and a ``stop_margin``, a trial stopped past its
+        ``research.stopped_objective`` "mean" and a ``stop_margin``, a trial stopped past its
         run-time budget (TIMED_OUT, no step reported) enters the objective at its posterior mean
         too: its score is unknown, and the constraint GP already holds the violation (a fourth
-        deviation).  With ``Settings.running_objective`` "blend" (and the pool not wide), a
+        deviation).  With ``research.running_objective`` "blend" (and the pool not wide), a
         running trial that has not reported a step enters at
 
             y~_s = y_min + (1 - sigma_D^2(x_s) / a) (mu_D(x_s) - y_min)^+,

@@ -16,7 +16,7 @@ and catches up when they wait; it lowers its priority only once the parent run h
 because the study waits for that (MLflow's first start creates its sqlite tables: about 5 s
 of CPU, which a niced process did not get for minutes beside CPU-bound jobs).  Nothing is
 lost when either side dies: the study state holds every result, and a resumed study logs
-what MLflow lacks (``StudyRunner._log_unlogged``; the tracker's own spool covers an
+what MLflow lacks (``LogToTracker.log_unlogged``; the tracker's own spool covers an
 unreachable MLflow).  A child whose driver died stops after the operation at hand, so it
 cannot race the tracker of a resumed study.
 

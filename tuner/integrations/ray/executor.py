@@ -97,7 +97,7 @@ class RayExecutor:
 
     def __init__(self, cfg: StudyConfig):
         self.address, self.run = cfg.ray.address, cfg.run
-        s = cfg.settings  # deferred fits due (Settings.refit_apply): their actor starts with Ray
+        s = cfg.settings  # deferred fits due (research.refit_apply): their actor starts with Ray
         self.fits_due = (
             s.research.fitting.refit_apply == "next"
             and cfg.run.trials > s.research.fitting.fit_max_points

@@ -1,4 +1,4 @@
-"""The optimizer's deferred marginal-likelihood fits (``Settings.refit_apply: next``) in a Ray
+"""The optimizer's deferred marginal-likelihood fits (``research.refit_apply: next``) in a Ray
 actor of their own, beside the trials: the driver, which suggests every configuration, no longer
 spends a refit's hundreds of milliseconds between two launches.  The actor asks for no CPU (it
 takes no trial's slot), starts with the executor when the study can pass ``fit_max_points``

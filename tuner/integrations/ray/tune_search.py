@@ -49,8 +49,8 @@ How Ray's calls map onto the ask/tell ``Optimizer`` (``searcher.optimizer``):
   trial had gone further is then told as finished, which ``max_t`` avoids.
 * ``mode`` ("min"/"max") becomes the Optimizer's ``mode`` setting; the Optimizer maximizes
   internally.  ``algorithm``, ``objective_bounds``, ``seed`` and any other keyword
-  (``window``, ``beta``, ``n_candidates``...; see ``tuner.core.settings.Settings``) are Optimizer
-  settings and are validated at construction.  ``clock=`` replaces the wall clock.
+  (``window``, ``beta``, ``n_candidates``..., ``research={...}``; see ``tuner.core.settings``)
+  are Optimizer settings and are validated at construction.  ``clock=`` replaces the wall clock.
 * A ``TunerScheduler(search=...)`` used alongside: its stop reason becomes the trial's reason,
   and its state travels in this searcher's checkpoint (``tune_scheduler`` module docstring).
 * ``save(path)``/``restore(path)``: one versioned JSON file (written to a temp file, then
@@ -255,18 +255,13 @@ class TunerSearch(Searcher):
         time_attr, max_t: with a scheduler that stops trials early (ASHA), its time attribute
             and the value a full run reaches; a trial stopped before is censored (module
             docstring).  Without max_t it is inferred from the results.
-        **optimizer_settings: any other ``tuner.core.settings.Settings`` field, plus ``clock``
-            (a function returning the time in seconds; ``time.time`` by default).  As in a
-            study, ``output_warp`` defaults to ``auto`` (the tail warp, or the rank warp where
-            it ranks held-out results clearly better; with a constraint or a context the rank
-            warp unless the plain scores do; ``none`` for Thompson sampling with a context),
-            ``kernel`` to ``matern52``, ``noise_floor`` to 1e-3, ``believe_past`` to 3,
-            ``running_objective`` to ``auto`` (a running trial next to a result enters near
-            that result, not at the minimum, unless there is a ``budget``),
-            ``finish_by_deadline`` to true, which acts only with ``time_budget_s``,
-            ``constraint_prior_mean`` and ``constraint_pending`` to ``mean``, ``budget_bound``
-            to ``mean``, and ``n_initial`` to ``lean`` (``auto`` with a context)
-            (``tuner.study.config.study_optimizer_defaults``).
+        **optimizer_settings: any other optimizer setting (docs/reference/settings.md), research
+            switches as ``research={...}`` (docs/reference/research.md), plus ``clock`` (a
+            function returning the time in seconds; ``time.time`` by default).  The search
+            starts from a study's defaults (``tuner.study.defaults``: ``output_warp: auto``,
+            ``kernel: matern52``, ``n_initial: lean``, ``finish_by_deadline``, which acts only
+            with ``time_budget_s``, and the research switches the reference lists), but
+            ``idle_near_deadline``, off here.
 
     Example::
 
