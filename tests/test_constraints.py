@@ -418,6 +418,7 @@ def test_a_budget_on_the_mean_run_time_counts_the_log_normal_noise():
 
 # --- the constraint GPs' prior mean and running trials --------------------------------------------
 
+
 def _all_infeasible(running: bool, **kw) -> Optimizer:
     """g = cost - 0.6 = 0.8 at x = 0, 0.1, 0.2; with ``running`` a trial runs at x = 0.3."""
     opt = optimizer(LINE, constraints=[COST], objective_bounds=(0.0, 1.0), clock=SimClock(), seed=0,

@@ -42,7 +42,6 @@ def test_a_budgeted_problem_counts_over_budget_seconds_and_ours_stop_by_pace(tmp
     assert (tmp_path / "best_vs_time.png").stat().st_size > 0
 
 
-
 @pytest.mark.parametrize("name", ["cnn", "logreg"])
 def test_the_shipped_curve_tables_hold_whole_real_runs(name):
     from tuner.bench.curve_tables import CurveTable

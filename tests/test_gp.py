@@ -27,13 +27,13 @@ LS = np.array([0.3, 0.5, 0.8])
 def test_posterior_matches_sklearn(ours, theirs):
     gp = GaussianProcess(ours, Hyperparameters(1.7, LS, 1e-3))
     gp.extend(X)
-    mean, var = gp.predict(Xs, y)
+    mean, var = Posterior(gp, y, gp).predict(Xs)
     ref = GaussianProcessRegressor(ConstantKernel(1.7, "fixed") * theirs.clone_with_theta(
         np.log(LS)), alpha=1e-3, optimizer=None, normalize_y=False).fit(X, y)
     rmean, rstd = ref.predict(Xs, return_std=True)
     assert np.allclose(mean, rmean, atol=1e-8)
     assert np.allclose(np.sqrt(var), rstd, atol=1e-7)
-    _, cov = gp.predict(Xs, y, full_cov=True)
+    _, cov = Posterior(gp, y, gp).predict(Xs, full_cov=True)
     _, rcov = ref.predict(Xs, return_cov=True)
     assert np.allclose(cov, rcov, atol=1e-8)
 
@@ -47,7 +47,8 @@ def test_incremental_cholesky_equals_fresh_factorization():
     assert np.allclose(inc.L, cholesky(K, lower=True), atol=1e-10)
     fresh = GaussianProcess(SquaredExponential(), hyper)
     fresh.reset(X)
-    assert np.allclose(inc.predict(Xs, y)[0], fresh.predict(Xs, y)[0], atol=1e-9)
+    assert np.allclose(Posterior(inc, y, inc).predict(Xs)[0],
+                       Posterior(fresh, y, fresh).predict(Xs)[0], atol=1e-9)
 
 
 def test_anchor_cache_follows_appends_and_refits():
@@ -57,8 +58,8 @@ def test_anchor_cache_follows_appends_and_refits():
     gp.extend(X[:20])
     gp.set_hyperparameters(Hyperparameters(0.5, LS * 2, 1e-2))
     gp.extend(X[20:])
-    m1, v1 = gp.predict(D, y)            # from the cache (D is the anchor)
-    m2, v2 = gp.predict(D.copy(), y)     # computed afresh
+    m1, v1 = Posterior(gp, y, gp).predict(D)            # from the cache (D is the anchor)
+    m2, v2 = Posterior(gp, y, gp).predict(D.copy())     # computed afresh
     assert np.allclose(m1, m2, atol=1e-9) and np.allclose(v1, v2, atol=1e-9)
 
 

@@ -72,7 +72,6 @@ def load_simulation(
     )
 
 
-
 def simulate_study(args: argparse.Namespace) -> int:
     """``tuner simulate CONFIG``: the study on a simulated clock; prints progress and a regret
     table, and writes the trial table, the regret plot and the optimizer state."""

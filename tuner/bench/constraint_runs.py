@@ -22,7 +22,6 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 
-
 def run_pool(fn: Callable[[Any], Any], jobs: Sequence[Any], workers: int) -> list[Any]:
     """``fn`` over ``jobs`` in ``workers`` processes (in order), printing progress."""
     t0, out = time.perf_counter(), []

@@ -12,6 +12,7 @@ from tuner.loop.simulator import SimulationResult
 
 from .problems import Problem
 
+
 def mean_se(R: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Mean and standard error over runs (axis 0); a run with no value yet (nan) is left out."""
     k = np.sum(np.isfinite(R), 0)

@@ -76,6 +76,7 @@ class CurveModel:
         reached ``value`` at ``step``."""
         from .gp import GaussianProcess, HyperBounds
         from .marginal_likelihood import fit_hyperparameters
+        from .posterior import Posterior
 
         if self._cache is None:
             X, g = self.data()
@@ -87,8 +88,11 @@ class CurveModel:
             gp.reset(X)
             self._cache = (gp, g - g.mean(), float(g.mean()) if len(g) else 0.0)
         gp, g, mean = self._cache
-        m, var = gp.predict(self._features(np.asarray(x, dtype=float), step, value)[None, :], g)
+        m, var = Posterior(gp, g, gp).predict(
+            self._features(np.asarray(x, dtype=float), step, value)[None, :])
         return float(value + m[0] + mean), float(math.sqrt(max(var[0], 0.0)))
+
+
 def _on_grid(step: float) -> bool:
     """Steps 1, 2, 4, 8, ...: the points a curve keeps."""
     k = int(round(step))

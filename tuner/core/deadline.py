@@ -30,6 +30,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from .gp import GaussianProcess, HyperBounds, Hyperparameters
+from .posterior import Posterior
 from .marginal_likelihood import fit_hyperparameters
 from .kernels import Matern52
 from .maximize import Mask
@@ -83,7 +84,7 @@ class RunTimeModel:
             w = y - ybar
 
             def mean(U: np.ndarray) -> np.ndarray:
-                return gp.predict(np.atleast_2d(U), w)[0] + ybar
+                return Posterior(gp, w, gp).predict(np.atleast_2d(U))[0] + ybar
 
             self._key, self._mean = key, (mean, math.sqrt(hyper.noise))
         return self._mean

@@ -280,13 +280,6 @@ class GaussianProcess:
         """w = L^{-1} y, so that mu(x) = (L^{-1} k(x))^T w."""
         return self.solve(y)
 
-    def predict(self, Xs: np.ndarray, y: np.ndarray | None = None,
-                full_cov: bool = False) -> tuple[np.ndarray, np.ndarray]:
-        """Posterior mean (zero when ``y`` is None) and variance (or covariance) at ``Xs``."""
-        from .posterior import Posterior     # which builds on this module
-
-        return Posterior(self, y, self).predict(Xs, full_cov)
-
     def log_det(self) -> float:
         """log det(K + lambda I)."""
         return float(2.0 * np.log(np.diag(self.L)).sum()) if self.n else 0.0

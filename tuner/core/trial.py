@@ -44,7 +44,6 @@ class Status(str, Enum):
         return self not in (Status.RUNNING, Status.FINISHED)
 
 
-
 @dataclass
 class Trial:
     """One started evaluation and everything the optimizer knows about it."""

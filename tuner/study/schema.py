@@ -100,6 +100,8 @@ def parse_limit(value: Any, name: str = "budget.limit") -> tuple[float, bool]:
         raise ConfigError(f"{name}: expected seconds (a number > 0) or a multiple of the reference "
                           f"run such as '1.5x' (got {value!r})")
     return float(value), False
+
+
 RUN_SCHEMA = {
     "trials": Field((int,), 30, above=0, doc="How many trials the study starts."),
     "max_concurrent": Field((int,), 2, above=0, doc="Trials running at once (worker slots)."),
