@@ -247,17 +247,9 @@ def test_suggestions_converge_to_the_feasible_optimum(name, kw):
 def test_log_ei_improves_on_the_best_feasible_result_not_on_an_infeasible_one():
     """Constrained EI (Gardner et al. 2014): with f = x and x <= 0.6 feasible, a result at 0.95
     is the largest but infeasible; improving on it would send the search past the limit."""
-    opt = Optimizer(
-        LINE,
-        algorithm="gp-ei-sdf",
-        domain=GRID,
-        objective_bounds=(0.0, 1.0),
-        n_initial=0,
-        constraints=[COST],
-        clock=SimClock(),
-        seed=0,
-        research={"lengthscale": 0.3},
-    )
+    opt = Optimizer(LINE, algorithm="gp-ei-sdf", domain=GRID, objective_bounds=(0.0, 1.0),
+                    n_initial=0, constraints=[COST], clock=SimClock(), seed=0,
+                    research={"lengthscale": 0.3})
     for x in (0.05, 0.3, 0.5, 0.7, 0.95):
         opt.tell(opt.suggest(config={"x": x}).trial_id, x, metrics={"cost": x})
     assert 0.5 < opt.suggest().config["x"] <= 0.6
@@ -268,22 +260,14 @@ def test_log_ei_improves_on_the_best_feasible_result_not_on_an_infeasible_one():
 @pytest.mark.parametrize(
     "kw, words",
     [
-        (
-            {"constraints": [{"metric": "runtime", "limit": 0}]},
-            ["constraints[0].limit", "budget must be > 0"],
-        ),
-        (
-            {"constraints": [{"metric": "runtime", "limit": -5, "type": "budget"}]},
-            ["constraints[0].limit", "> 0"],
-        ),
-        (
-            {"constraints": [{"metric": "runtime", "limit": "60s"}]},
-            ["constraints[0].limit", "number"],
-        ),
-        (
-            {"constraints": [{"metric": "t", "limit": 0, "type": "upper", "runtime": True}]},
-            ["constraints[0].limit", "run-time limit must be > 0"],
-        ),
+        ({"constraints": [{"metric": "runtime", "limit": 0}]},
+         ["constraints[0].limit", "budget must be > 0"]),
+        ({"constraints": [{"metric": "runtime", "limit": -5, "type": "budget"}]},
+         ["constraints[0].limit", "> 0"]),
+        ({"constraints": [{"metric": "runtime", "limit": "60s"}]},
+         ["constraints[0].limit", "number"]),
+        ({"constraints": [{"metric": "t", "limit": 0, "type": "upper", "runtime": True}]},
+         ["constraints[0].limit", "run-time limit must be > 0"]),
         (
             {
                 "constraints": [COST],
@@ -293,32 +277,19 @@ def test_log_ei_improves_on_the_best_feasible_result_not_on_an_infeasible_one():
             ["handler_options.horizon", "integer >= 1"],
         ),
         ({"constraints": [{"limit": 60}]}, ["constraints[0].metric", "required"]),
+        ({"constraints": [{"metric": "m", "limit": 1, "type": "below"}]},
+         ["constraints[0].type", "budget", "upper"]),
+        ({"constraints": [{"metric": "m", "limit": 1, "runtme": True}]},
+         ["unknown key", "runtme", "runtime"]),
+        ({"constraints": [{"metric": "m", "limit": 1, "runtime": "yes"}]},
+         ["constraints[0].runtime", "true or false"]),
+        ({"constraints": [COST], "constraint_handler": "lagrange"},
+         ["constraint_handler", "rpol", "cbo", "penalty", "scgp"]),
+        ({"constraints": [COST], "constraint_handler": "rpol", "handler_options": {"Q1": 2}},
+         ["handler_options", "Q1", "q1"]),
         (
-            {"constraints": [{"metric": "m", "limit": 1, "type": "below"}]},
-            ["constraints[0].type", "budget", "upper"],
-        ),
-        (
-            {"constraints": [{"metric": "m", "limit": 1, "runtme": True}]},
-            ["unknown key", "runtme", "runtime"],
-        ),
-        (
-            {"constraints": [{"metric": "m", "limit": 1, "runtime": "yes"}]},
-            ["constraints[0].runtime", "true or false"],
-        ),
-        (
-            {"constraints": [COST], "constraint_handler": "lagrange"},
-            ["constraint_handler", "rpol", "cbo", "penalty", "scgp"],
-        ),
-        (
-            {"constraints": [COST], "constraint_handler": "rpol", "handler_options": {"Q1": 2}},
-            ["handler_options", "Q1", "q1"],
-        ),
-        (
-            {
-                "constraints": [COST],
-                "constraint_handler": "penalty",
-                "handler_options": {"psi": "log"},
-            },
+            {"constraints": [COST], "constraint_handler": "penalty",
+             "handler_options": {"psi": "log"}},
             ["handler_options.psi", "exp", "poly"],
         ),
         ({"constraints": [COST], "stop_margin": 0.2}, ["stop_margin", "runtime: true"]),
@@ -329,10 +300,8 @@ def test_log_ei_improves_on_the_best_feasible_result_not_on_an_infeasible_one():
             ["scgp", "observable: true", "cost"],
         ),
         ({"constraints": [COST, COST]}, ["once", "cost"]),
-        (
-            {"constraints": [COST], "algorithm": "gp-ei-sdf", "constraint_handler": "rpol"},
-            ["constraint_handler", "gp-ei-sdf", "pof", "rpol"],
-        ),
+        ({"constraints": [COST], "algorithm": "gp-ei-sdf", "constraint_handler": "rpol"},
+         ["constraint_handler", "gp-ei-sdf", "pof", "rpol"]),
     ],
 )
 def test_constraint_configuration_errors_name_the_field(kw, words):
@@ -396,14 +365,8 @@ def test_a_budget_on_the_mean_run_time_counts_the_log_normal_noise():
     times = 9.7 * np.exp(0.3 * norm.ppf((np.arange(100) + 0.5) / 100))
     pof, shift = {}, {}
     for bound in ("median", "mean"):
-        opt = Optimizer(
-            LINE,
-            constraints=cons,
-            clock=SimClock(),
-            seed=0,
-            n_initial=0,
-            research={"budget_bound": bound},
-        )
+        opt = Optimizer(LINE, constraints=cons, clock=SimClock(), seed=0, n_initial=0,
+                        research={"budget_bound": bound})
         for t in times:
             opt.tell(opt.suggest(config={"x": 0.5}).trial_id, 0.5, metrics={"runtime": float(t)})
         s = opt.suggest()                                        # a choice: the GPs are fitted

@@ -109,14 +109,10 @@ def test_a_state_without_contexts_is_written_as_before():
 @pytest.mark.parametrize(
     "make, words",
     [
-        (
-            lambda: Optimizer(LINE, context_space=Z).suggest(),
-            ["context_space", "suggest(context=", "z"],
-        ),
-        (
-            lambda: Optimizer(LINE, context_space=Z).suggest(context={"z": 0.1, "n_rows": 3}),
-            ["unknown", "n_rows", "z"],
-        ),
+        (lambda: Optimizer(LINE, context_space=Z).suggest(),
+         ["context_space", "suggest(context=", "z"]),
+        (lambda: Optimizer(LINE, context_space=Z).suggest(context={"z": 0.1, "n_rows": 3}),
+         ["unknown", "n_rows", "z"]),
         (lambda: Optimizer(LINE, context_space=Z).suggest(context={}), ["missing", "z"]),
         (lambda: Optimizer(LINE).suggest(context={"z": 0.1}), ["context_space"]),
         (
@@ -125,10 +121,8 @@ def test_a_state_without_contexts_is_written_as_before():
             ).suggest(context={"v": "c"}),
             ["context 'v'", "choices"],
         ),
-        (
-            lambda: Optimizer(LINE, context_space=Z).suggest(context={"z": 1.5}),
-            ["context 'z'", "outside"],
-        ),
+        (lambda: Optimizer(LINE, context_space=Z).suggest(context={"z": 1.5}),
+         ["context 'z'", "outside"]),
         (lambda: Optimizer(LINE, context_space=Z).suggest(context={"z": "big"}), ["context 'z'"]),
         (lambda: Optimizer(LINE, context_space={"x": Z["z"]}), ["context_space", "x", "name"]),
         (

@@ -15,10 +15,8 @@ import pytest
 from tuner import PAPER_EXACT, Optimizer, Settings
 from tuner.loop.simulator import SimClock
 
-SPACE = {
-    "x": {"type": "float", "low": 0.0, "high": 1.0},
-    "y": {"type": "float", "low": 0.0, "high": 1.0},
-}
+SPACE = {"x": {"type": "float", "low": 0.0, "high": 1.0},
+         "y": {"type": "float", "low": 0.0, "high": 1.0}}
 
 
 def f(c):
@@ -28,11 +26,9 @@ def f(c):
 def make(**kw):
     kw.setdefault("fit_max_points", 6)
     kw.setdefault("refit_apply", "next")
-    return Optimizer(
-        SPACE,
-        Settings.from_dict({"refit_every": 3, "seed": 4, "n_candidates": 256, **kw}),
-        clock=SimClock(),
-    )
+    return Optimizer(SPACE,
+                     Settings.from_dict({"refit_every": 3, "seed": 4, "n_candidates": 256, **kw}),
+                     clock=SimClock())
 
 
 def run(opt, n, running=3, live=None):
@@ -179,9 +175,8 @@ def test_constraint_models_defer_their_fits_too():
 def test_the_default_and_paper_exact_apply_each_fit_at_once():
     paper = Settings.from_dict(PAPER_EXACT)
     assert Settings().research.fitting.refit_apply == paper.research.fitting.refit_apply == "now"
-    opt = Optimizer(
-        SPACE, Settings.from_dict({**PAPER_EXACT, "fit_max_points": 6}), seed=1, clock=SimClock()
-    )
+    opt = Optimizer(SPACE, Settings.from_dict({**PAPER_EXACT, "fit_max_points": 6}), seed=1,
+                    clock=SimClock())
     run(opt, 30)
     assert opt.objective.deferred is None and opt.objective.fit_n > 6
 

@@ -7,21 +7,16 @@ import pytest
 
 from tuner.core.fields import Field, check_section
 
-SCHEMA = {
-    "trials": Field((int,), 30, above=0),
-    "margin": Field((float, None), None, minimum=0),
-    "n_initial": Field((int,), "auto", words=("auto",), minimum=0),
-    "mode": Field((str,), "max", choices=("max", "min")),
-    "share": Field((float,), 0.3, above=0, below=1, finite=True),
-    "flag": Field((bool,), True),
-    "name": Field((str,), required=True),
-}
+SCHEMA = {"trials": Field((int,), 30, above=0), "margin": Field((float, None), None, minimum=0),
+          "n_initial": Field((int,), "auto", words=("auto",), minimum=0),
+          "mode": Field((str,), "max", choices=("max", "min")),
+          "share": Field((float,), 0.3, above=0, below=1, finite=True),
+          "flag": Field((bool,), True), "name": Field((str,), required=True)}
 
 
 def test_defaults_filled_and_values_normalized():
-    out = check_section(
-        "run", {"name": "a", "trials": 12.0, "margin": 1, "n_initial": "auto"}, SCHEMA
-    )
+    out = check_section("run", {"name": "a", "trials": 12.0, "margin": 1, "n_initial": "auto"},
+                        SCHEMA)
     assert out == {"trials": 12, "margin": 1.0, "n_initial": "auto", "mode": "max", "share": 0.3,
                    "flag": True, "name": "a"}
     assert isinstance(out["trials"], int) and isinstance(out["margin"], float)

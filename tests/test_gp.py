@@ -7,11 +7,8 @@ from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Matern
 
 from tuner.core.acquisition import thompson_sample
 from tuner.core.gp import GaussianProcess, Hyperparameters
-from tuner.core.marginal_likelihood import (
-    fit_hyperparameters,
-    negative_log_marginal_likelihood,
-    pairwise_sqdiff,
-)
+from tuner.core.marginal_likelihood import (fit_hyperparameters, negative_log_marginal_likelihood,
+                                            pairwise_sqdiff)
 from tuner.core.posterior import Posterior
 from tuner.core.kernels import Matern52, SquaredExponential
 
@@ -69,9 +66,8 @@ def test_marginal_likelihood_gradient_and_fit():
     for kernel in (SquaredExponential(), Matern52()):
         theta = np.r_[np.log(0.8), np.log(LS), np.log(1e-2)]
         f, g = negative_log_marginal_likelihood(theta, kernel, S, yc)
-        num = approx_fprime(
-            theta, lambda t: negative_log_marginal_likelihood(t, kernel, S, yc)[0], 1e-6
-        )
+        num = approx_fprime(theta, lambda t: negative_log_marginal_likelihood(t, kernel, S, yc)[0],
+                            1e-6)
         assert np.allclose(g, num, rtol=1e-3, atol=1e-3)
         start = Hyperparameters(1.0, np.full(3, 0.2), 1e-3)
         h = fit_hyperparameters(kernel, X, yc, start, np.random.default_rng(1))

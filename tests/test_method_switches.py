@@ -488,18 +488,9 @@ def test_pof_handler_searches_for_feasibility_until_a_feasible_result():
 
 @pytest.mark.parametrize("g, shift", [("mean", 0.0), ("ucb", 1.0)])
 def test_rpol_constraint_estimate_option(g, shift):
-    opt, _ = make(
-        constraints=[COST],
-        constraint_handler="rpol",
-        handler_options={"g": g},
-        domain=GRID,
-        n_initial=0,
-        beta=0.5,
-        beta_g=2.0,
-        b_y=0.0,
-        b_c=0.0,
-        refit_every=10**6,
-    )
+    opt, _ = make(constraints=[COST], constraint_handler="rpol", handler_options={"g": g},
+                  domain=GRID, n_initial=0, beta=0.5, beta_g=2.0, b_y=0.0, b_c=0.0,
+                  refit_every=10**6)
     xs, f, cost = (0.1, 0.5, 0.75), (0.2, 0.5, 0.9), (0.2, 0.5, 0.7)
     for x, v, c in zip(xs, f, cost):
         opt.tell(opt.suggest(config={"x": x}).trial_id, v, metrics={"cost": c})
@@ -531,10 +522,8 @@ def test_bad_switches_name_the_field_and_allowed_values(kw, words):
 
 # --- the kernel chosen by the evidence -----------------------------------------------------------
 
-SQUARE = {
-    "x": {"type": "float", "low": 0.0, "high": 1.0},
-    "y": {"type": "float", "low": 0.0, "high": 1.0},
-}
+SQUARE = {"x": {"type": "float", "low": 0.0, "high": 1.0},
+          "y": {"type": "float", "low": 0.0, "high": 1.0}}
 
 
 def told(f, n=40, **kw):
@@ -682,12 +671,8 @@ def test_the_noise_floor_bounds_the_objective_gps_fitted_noise_from_below():
 def test_paper_exact_settings_are_001_app_c_whatever_the_defaults():
     paper = Settings.from_dict(PAPER_EXACT)
     r = paper.research
-    assert (r.censored.censoring, paper.kernel, paper.n_initial, paper.refit_every) == (
-        "hard",
-        "se",
-        1,
-        10,
-    )
+    assert (r.censored.censoring, paper.kernel, paper.n_initial, paper.refit_every) == ("hard",
+                                                                                        "se", 1, 10)
     assert (r.model.prior_mean, r.exploration.delay_lambda_power, r.fitting.refit_dense_until) == (
         "zero",
         0.0,

@@ -13,11 +13,9 @@ from tuner.loop.problems import gp_sample_1d
 from tuner.loop.simulator import Fixed, Poisson, RunTime, SimClock, simulate
 from tuner.core.space import SearchSpace
 
-MIXED = {
-    "lr": {"type": "float", "low": 1e-4, "high": 1.0, "log": True},
-    "width": {"type": "int", "low": 8, "high": 64},
-    "act": {"type": "categorical", "choices": ["relu", "tanh"]},
-}
+MIXED = {"lr": {"type": "float", "low": 1e-4, "high": 1.0, "log": True},
+         "width": {"type": "int", "low": 8, "high": 64},
+         "act": {"type": "categorical", "choices": ["relu", "tanh"]}}
 
 
 def mixed_objective(cfg):
@@ -85,10 +83,8 @@ def test_log_ei_is_exact_where_ei_is_representable_and_still_ranks_where_it_unde
 
 @pytest.mark.parametrize("algo", ["gp-ucb-sdf", "gp-ts-sdf", "gp-ei-sdf"])
 def test_finds_the_optimum_of_a_smooth_2d_function(algo):
-    space = {
-        "a": {"type": "float", "low": 0, "high": 1},
-        "b": {"type": "float", "low": 0, "high": 1},
-    }
+    space = {"a": {"type": "float", "low": 0, "high": 1},
+             "b": {"type": "float", "low": 0, "high": 1}}
     f = lambda c: float(np.exp(-8 * ((c["a"] - 0.3) ** 2 + (c["b"] - 0.7) ** 2)))
     opt = Optimizer(space, algorithm=algo, objective_bounds=(0, 1), window=10, seed=1)
     res = simulate(opt, f, Fixed(2), n_trials=60, seed=1, f_opt=1.0)

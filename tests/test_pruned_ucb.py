@@ -28,11 +28,9 @@ def _gp(X_):
 GP_ALL, GP_DONE = _gp(X), _gp(X[: N // 2])
 
 
-@pytest.mark.parametrize(
-    "post",
-    [Posterior(GP_ALL, Y, GP_ALL), Posterior(GP_DONE, Y[: N // 2], GP_ALL)],
-    ids=["censored", "hallucinated"],
-)
+@pytest.mark.parametrize("post",
+                         [Posterior(GP_ALL, Y, GP_ALL), Posterior(GP_DONE, Y[: N // 2], GP_ALL)],
+                         ids=["censored", "hallucinated"])
 @pytest.mark.parametrize("weight", [1.0, 0.0, -0.5, 4.0])
 def test_top_values_equal_the_full_evaluation_where_it_matters(post, weight):
     h = shifted(post, weight)
@@ -108,9 +106,8 @@ def test_diagonal_block_solves_read_the_factor_in_place_and_match_a_copy(n):
     for r0, r1 in [(0, PRUNE_BLOCK), (PRUNE_BLOCK, 2 * PRUNE_BLOCK), (2 * PRUNE_BLOCK, n)]:
         block = np.asfortranarray(gp.L[r0:r1, r0:r1])
         for trans in (False, True):
-            want = solve_triangular(
-                block, B[r0:r1], lower=True, trans=int(trans), check_finite=False
-            )
+            want = solve_triangular(block, B[r0:r1], lower=True, trans=int(trans),
+                                    check_finite=False)
             assert np.array_equal(gp.solve_block(r0, r1, B[r0:r1], trans), want)
     assert np.array_equal(gp.solve(B), solve_triangular(np.asfortranarray(gp.L), B, lower=True,
                                                         check_finite=False))

@@ -126,13 +126,8 @@ def test_a_trial_past_its_budget_is_stopped_and_counts_as_a_violation(ray_sessio
 def test_with_no_trial_within_the_budget_the_best_one_over_it_is_shown(ray_session, tmp_path):
     # Runs of 0.15-0.6 s against a 0.05 s budget, never stopped: all finish, all over budget.
     cfg = load_study(
-        study(
-            tmp_path,
-            study="tight",
-            trainable_options={"time_scale": 0.3, "cv": 0.1},
-            budget={"limit": 0.05},
-            run={"trials": 4, "max_concurrent": 2},
-        )
+        study(tmp_path, study="tight", trainable_options={"time_scale": 0.3, "cv": 0.1},
+              budget={"limit": 0.05}, run={"trials": 4, "max_concurrent": 2})
     )
     result, printed = run_quietly(cfg)
     assert result.count("FINISHED") == 4 and result.diagnosis is None
@@ -173,13 +168,8 @@ def test_cli_exits_non_zero_with_a_diagnosis_when_no_trial_finishes(tmp_path):
                 budget={"limit": 0.2, "stop_margin": 0.5}, run={"trials": 2, "max_concurrent": 2},
                 mlflow={"tracking_uri": f"sqlite:///{tmp_path}/new.db"})   # a store it creates
     path = config_file(tmp_path, cfg, "hopeless.yaml")
-    p = subprocess.run(
-        [sys.executable, "-m", "tuner.app.cli", "run", str(path)],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        timeout=300,
-    )
+    p = subprocess.run([sys.executable, "-m", "tuner.app.cli", "run", str(path)],
+                       capture_output=True, text=True, cwd=tmp_path, timeout=300)
     assert p.returncode == 1, p.stdout + p.stderr
     last = p.stderr.strip().splitlines()[-1]
     assert last.startswith("tuner: no trial finished: all 2 trials were stopped past the budget")
@@ -216,9 +206,8 @@ def test_wall_clock_limit_kills_the_running_trials(ray_session, tmp_path):
     assert opt.settings.finish_by_deadline and 0 < opt.deadline - opt.trials[0].start_time <= 1.0
 
 
-def test_a_study_starts_no_run_that_could_not_finish_before_its_wall_clock_limit(
-    ray_session, tmp_path
-):
+def test_a_study_starts_no_run_that_could_not_finish_before_its_wall_clock_limit(ray_session,
+                                                                                 tmp_path):
     """A study's default ``idle_near_deadline``: once less time is left than the shortest run
     took, no run starts; a study that ends so says why.  Runs of 2.25-2.5 s (widths 7-8), so
     that a worker almost always frees in the last stretch, where the rule holds it."""
@@ -387,12 +376,8 @@ def test_more_slots_than_cpus_is_refused_naming_both_fields(ray_session, tmp_pat
 def test_cli_reports_config_errors_without_a_traceback(tmp_path):
     path = tmp_path / "bad.yaml"
     path.write_text("trainable: svm\nrun: {trials: -3}\n")
-    p = subprocess.run(
-        [sys.executable, "-m", "tuner.app.cli", "run", str(path)],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-    )
+    p = subprocess.run([sys.executable, "-m", "tuner.app.cli", "run", str(path)],
+                       capture_output=True, text=True, cwd=tmp_path)
     assert p.returncode == 2
     assert "configuration error: run.trials: must be > 0" in p.stderr
     assert "Traceback" not in p.stderr
@@ -417,13 +402,9 @@ def test_a_failed_start_leaves_no_running_parent_and_the_next_start_adopts_it(tm
     """A start-up failure (here the budget's reference run raises) ends the MLflow parent run
     as FAILED; a hard kill before the first state save leaves one behind; the next start of
     the study reuses that parent run, so the experiment never holds an empty second parent."""
-    cfg = study(
-        tmp_path,
-        study="adopt",
-        budget={"limit": "2x"},
-        run={"trials": 3, "max_concurrent": 2},
-        trainable_options={"time_scale": 0.1, "fail_above": 0.0},
-    )
+    cfg = study(tmp_path, study="adopt", budget={"limit": "2x"},
+                run={"trials": 3, "max_concurrent": 2},
+                trainable_options={"time_scale": 0.1, "fail_above": 0.0})
     uri = cfg["mlflow"]["tracking_uri"]
     path = config_file(tmp_path, cfg)
     p = cli("run", str(path), cwd=tmp_path)
@@ -540,13 +521,8 @@ def test_a_lost_worker_is_run_again_up_to_run_retries_times(ray_session, tmp_pat
                 "space": {"x": {"type": "float", "low": 0.0, "high": 1.0}},
                 "objective": {"metric": "score", "mode": "max"},
                 "optimizer": {"algorithm": "random"},
-                "run": {
-                    "trials": 3,
-                    "max_concurrent": 2,
-                    "retries": retries,
-                    "fail_fast": 0,
-                    "seed": retries,
-                },
+                "run": {"trials": 3, "max_concurrent": 2, "retries": retries, "fail_fast": 0,
+                        "seed": retries},
                 "mlflow": {"tracking_uri": sqlite_store(tmp_path)},
                 "output": str(tmp_path / "runs"),
             }

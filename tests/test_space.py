@@ -3,12 +3,10 @@ import pytest
 
 from tuner.core.space import SearchSpace, SpaceError
 
-SPEC = {
-    "C": {"type": "float", "low": 1e-4, "high": 100.0, "log": True},
-    "batch": {"type": "int", "low": 32, "high": 128},
-    "kernel": {"type": "categorical", "choices": ["rbf", "poly", "linear"]},
-    "lr": {"type": "float", "low": 0.0, "high": 1.0, "q": 0.25},
-}
+SPEC = {"C": {"type": "float", "low": 1e-4, "high": 100.0, "log": True},
+        "batch": {"type": "int", "low": 32, "high": 128},
+        "kernel": {"type": "categorical", "choices": ["rbf", "poly", "linear"]},
+        "lr": {"type": "float", "low": 0.0, "high": 1.0, "q": 0.25}}
 
 
 def test_encode_decode_round_trip_and_unit_cube():
@@ -48,10 +46,8 @@ def test_snap_gives_valid_configs_and_is_idempotent():
     [
         ({}, ["empty"]),
         ({"a": {"type": "float", "low": 1.0, "high": 1.0}}, ["space.a", "low", "high"]),
-        (
-            {"a": {"type": "float", "low": 0.0, "high": 1.0, "log": True}},
-            ["space.a", "log", "low > 0"],
-        ),
+        ({"a": {"type": "float", "low": 0.0, "high": 1.0, "log": True}},
+         ["space.a", "log", "low > 0"]),
         ({"a": {"type": "int", "low": 5, "high": 2}}, ["space.a", "low"]),
         ({"a": {"type": "categorical", "choices": []}}, ["space.a", "empty"]),
         (

@@ -6,10 +6,8 @@ import json
 from tuner import Optimizer
 from tuner.study.state import StudyStateFile, journal_path, read_study_state
 
-SPACE = {
-    "x": {"type": "float", "low": 0.0, "high": 1.0},
-    "y": {"type": "float", "low": 0.0, "high": 1.0},
-}
+SPACE = {"x": {"type": "float", "low": 0.0, "high": 1.0},
+         "y": {"type": "float", "low": 0.0, "high": 1.0}}
 CONFIG = {"study": "s"}
 
 
@@ -64,11 +62,8 @@ def test_the_state_read_back_is_the_whole_state_and_the_optimizer_continues_exac
 
 
 def test_a_line_cut_by_a_crash_and_lines_of_an_older_state_file_are_not_applied(tmp_path):
-    clock, where, session = (
-        Clock(),
-        {},
-        {"elapsed_before": 0.0, "busy_seconds": 0.0, "run_id": None},
-    )
+    clock, where, session = (Clock(), {},
+                             {"elapsed_before": 0.0, "busy_seconds": 0.0, "run_id": None})
     opt = Optimizer(SPACE, algorithm="random", seed=1, clock=clock)
     path = tmp_path / "state.json"
     f = StudyStateFile(path)
@@ -90,11 +85,8 @@ def test_a_line_cut_by_a_crash_and_lines_of_an_older_state_file_are_not_applied(
 
 
 def test_the_journal_is_folded_into_the_state_file_once_it_outgrows_it(tmp_path):
-    clock, where, session = (
-        Clock(),
-        {},
-        {"elapsed_before": 0.0, "busy_seconds": 0.0, "run_id": None},
-    )
+    clock, where, session = (Clock(), {},
+                             {"elapsed_before": 0.0, "busy_seconds": 0.0, "run_id": None})
     opt = Optimizer(SPACE, algorithm="random", seed=1, clock=clock)
     path = tmp_path / "state.json"
     f = StudyStateFile(path)
@@ -119,11 +111,8 @@ BUDGET = [{"metric": "runtime", "limit": 2.0, "type": "budget", "runtime": True}
 def budgeted_study(tmp_path, n):
     """A budgeted GP study of ``n`` steps saved as the loop saves it (one whole write first);
     the expected whole state and the journal's line lengths."""
-    clock, where, session = (
-        Clock(),
-        {},
-        {"elapsed_before": 0.0, "busy_seconds": 0.0, "run_id": None},
-    )
+    clock, where, session = (Clock(), {},
+                             {"elapsed_before": 0.0, "busy_seconds": 0.0, "run_id": None})
     opt = Optimizer(SPACE, seed=2, n_initial=4, n_candidates=64, constraints=BUDGET, clock=clock)
     path = tmp_path / "state.json"
     f = StudyStateFile(path)
@@ -214,9 +203,8 @@ def resumed_after_an_upgrade(before, today, clock, edit=None):
     tid = opt.suggest(context=before.context).trial_id
     opt.started(tid, 0.0)
     opt.tell(tid, 0.8, {"runtime": 1.0})
-    SaveState(
-        Study(before, opt, Session(), clock, 0.0), StudyStateFile(before.directory / "state.json")
-    ).save()
+    SaveState(Study(before, opt, Session(), clock, 0.0),
+              StudyStateFile(before.directory / "state.json")).save()
     if edit is not None:
         path = before.directory / "state.json"
         state = json.loads(path.read_text())
@@ -299,10 +287,8 @@ def test_a_study_started_when_auto_meant_none_or_copula_resumes_with_it(tmp_path
     assert today.settings.output_warp == "auto" and today.budget is None
     optimizer, runner, out = resumed_after_an_upgrade(
         today, today, Clock(), edit=lambda state: state["optimizer"]["warp"].pop("rule"))
-    assert (optimizer.settings.output_warp, optimizer.scale.rule) == (
-        "none-or-copula",
-        "none-or-copula",
-    )
+    assert (optimizer.settings.output_warp, optimizer.scale.rule) == ("none-or-copula",
+                                                                      "none-or-copula")
     assert runner.cfg.settings.output_warp == "none-or-copula"
     assert ('keeps the settings it started with: optimizer.output_warp = "none-or-copula" '
             '(the default is now "auto")') in out.getvalue()

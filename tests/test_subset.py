@@ -81,13 +81,8 @@ def test_exact_until_none_keeps_every_trial_and_the_default_keeps_one_factor():
     assert not opt.subset_active and opt.objective.gp_done.n == 80 - len(live)
     # soft censoring (the default) needs no GP over every started trial
     assert opt.objective.gp_all.n == 0
-    hard = Optimizer(
-        SPACE,
-        objective_bounds=(-1.0, 0.0),
-        seed=0,
-        clock=SimClock(),
-        research={"censoring": "hard"},
-    )
+    hard = Optimizer(SPACE, objective_bounds=(-1.0, 0.0), seed=0, clock=SimClock(),
+                     research={"censoring": "hard"})
     run(hard, 20)
     assert hard.objective.gp_all.n == 20
 

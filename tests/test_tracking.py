@@ -146,12 +146,9 @@ def test_a_child_cut_off_mid_logging_is_completed_not_duplicated(sqlite_uri, tmp
     # A crash after the child run was created and before it was completed leaves it RUNNING.
     client = MlflowClient(sqlite_uri)
     exp = client.get_run(run_id).info.experiment_id
-    partial = client.create_run(
-        exp,
-        start_time=round(record(1).start_time * 1000),
-        run_name="trial-0001",
-        tags={"mlflow.parentRunId": run_id, "trial_id": "1"},
-    ).info.run_id
+    partial = client.create_run(exp, start_time=round(record(1).start_time * 1000),
+                                run_name="trial-0001",
+                                tags={"mlflow.parentRunId": run_id, "trial_id": "1"}).info.run_id
     resumed = StudyTracker(sqlite_uri, "study-b", tmp_path)
     resumed.start({"algorithm": "gp-ts-sdf"}, resume_run_id=run_id)
     assert resumed.logged_trial_ids() == {0}
@@ -292,9 +289,8 @@ def test_a_store_locked_by_another_process_loses_nothing(sqlite_uri, tmp_path):
     run_id = tracker.start({"algorithm": "gp-ucb-sdf"})
     tracker.log_trial(record(0))
     db = sqlite_uri[len("sqlite:///"):]
-    locker = subprocess.Popen(
-        [sys.executable, "-c", LOCKER, db, "8"], stdout=subprocess.PIPE, text=True
-    )
+    locker = subprocess.Popen([sys.executable, "-c", LOCKER, db, "8"], stdout=subprocess.PIPE,
+                              text=True)
     try:
         assert locker.stdout.readline().strip() == "locked"
         for tid in range(1, 5):

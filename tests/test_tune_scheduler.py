@@ -164,9 +164,8 @@ def test_the_state_travels_in_the_search_checkpoint_and_the_rules_continue(tmp_p
         s.on_trial_add(None, probe)
     for epoch in (1, 2, 4):
         result = {"epoch": epoch, "score": CURVES.score(c1, epoch) - 0.3}
-        assert sched.on_trial_result(None, probe, result) == again.on_trial_result(
-            None, probe, result
-        )
+        assert sched.on_trial_result(None, probe, result) == again.on_trial_result(None, probe,
+                                                                                   result)
 
 
 @pytest.mark.parametrize("kwargs, match", [

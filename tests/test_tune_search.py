@@ -431,9 +431,8 @@ def test_trials_stopped_early_by_asha_are_censored_not_told(ray_session, tmp_pat
     # furthest so far (seen once in CI); with max_t it is exact, as tested here.
     from ray.tune.schedulers import ASHAScheduler
 
-    searcher = TunerSearch(
-        metric="loss", mode="min", seed=0, n_candidates=128, max_t=max_t, research={"n_local": 16}
-    )
+    searcher = TunerSearch(metric="loss", mode="min", seed=0, n_candidates=128, max_t=max_t,
+                           research={"n_local": 16})
     results = run(tmp_path, stepwise, searcher, {"x": tune.uniform(-1.0, 1.0)}, 12, concurrency=4,
                   name=f"asha{max_t}", scheduler=ASHAScheduler(metric="loss", mode="min", max_t=8,
                                                                grace_period=1, reduction_factor=2))

@@ -54,21 +54,15 @@ def user_study(**kw):
 @pytest.mark.parametrize(
     "study, words",
     [
-        (
-            user_study(trainable="no_such_module_xyz:fit"),
-            ["trainable", "no_such_module_xyz", "import"],
-        ),
+        (user_study(trainable="no_such_module_xyz:fit"),
+         ["trainable", "no_such_module_xyz", "import"]),
         (user_study(trainable="tuner:no_such_function"), ["trainable", "no_such_function"]),
         (user_study(trainable="cnnn"), ["trainable", "cnn", "module:function"]),
         ({**user_study(trainable=fit), "space": None}, ["space", "required", "fit"]),
-        (
-            {**user_study(trainable=fit), "objective": {"mode": "max"}},
-            ["objective.metric", "required"],
-        ),
-        (
-            {**user_study(trainable=fit), "trainable_options": {"epochs": 3}},
-            ["trainable_options", "built-in"],
-        ),
+        ({**user_study(trainable=fit), "objective": {"mode": "max"}},
+         ["objective.metric", "required"]),
+        ({**user_study(trainable=fit), "trainable_options": {"epochs": 3}},
+         ["trainable_options", "built-in"]),
     ],
 )
 def test_user_trainable_config_errors_name_the_field(study, words):
@@ -94,17 +88,9 @@ def test_a_function_is_named_module_and_qualname_and_must_return_metrics():
 @pytest.mark.slow
 def test_tuner_run_from_python_tunes_a_function_within_its_budget(ray_session, tmp_path, capsys):
     uri = sqlite_store(tmp_path)
-    result = tuner.run(
-        fit,
-        space=SPACE,
-        objective="score",
-        budget=2.0,
-        trials=10,
-        max_concurrent=2,
-        optimizer={"n_candidates": 256, "research": {"n_local": 32}},
-        mlflow={"tracking_uri": uri},
-        output=str(tmp_path / "runs"),
-    )
+    result = tuner.run(fit, space=SPACE, objective="score", budget=2.0, trials=10, max_concurrent=2,
+                       optimizer={"n_candidates": 256, "research": {"n_local": 32}},
+                       mlflow={"tracking_uri": uri}, output=str(tmp_path / "runs"))
     assert result.status == "FINISHED" and result.count("FINISHED") == 10
     best = result.best
     assert best is not None and best["metrics"]["runtime"] <= 2.0
@@ -230,12 +216,8 @@ def test_a_mistake_that_fails_every_trial_stops_the_study_with_its_cause(tmp_pat
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 1 and "no trial finished" in p.stdout
     # a reader that closes the pipe early (`tuner show broken | head -0`): a quiet end
-    reader = subprocess.Popen(
-        [sys.executable, "-m", "tuner.app.cli", "show", "broken"],
-        cwd=tmp_path,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
+    reader = subprocess.Popen([sys.executable, "-m", "tuner.app.cli", "show", "broken"],
+                              cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     reader.stdout.close()
     assert reader.wait(timeout=60) == 0
     assert reader.stderr.read() == b""

@@ -34,13 +34,11 @@ def study(name, **kw):
 
 
 def earlier(name, context, trials, **kw):
-    base = dict(
-        trainable=f"{__name__}:fit", space=SPACE, objective={"metric": "score", "mode": "max"}
-    )
+    base = dict(trainable=f"{__name__}:fit", space=SPACE,
+                objective={"metric": "score", "mode": "max"})
     base.update(kw)
-    return Earlier(
-        name, "folder", base["trainable"], base["space"], base["objective"], context, trials
-    )
+    return Earlier(name, "folder", base["trainable"], base["space"], base["objective"], context,
+                   trials)
 
 
 def finished(x, depth, value, **metrics):
@@ -162,22 +160,8 @@ def test_a_study_learns_from_earlier_ones_in_folders_and_in_mlflow(ray_session, 
     shutil.rmtree(tmp_path / "runs" / "small")
     capsys.readouterr()
     code = cli_main(
-        [
-            "run",
-            str(_yaml(tmp_path, "again", fit)),
-            "--trials",
-            "2",
-            "--tracking-uri",
-            uri,
-            "--output",
-            out,
-            "--from",
-            "small",
-            "--from",
-            "large",
-            "--context",
-            "rows=2000",
-        ]
+        ["run", str(_yaml(tmp_path, "again", fit)), "--trials", "2", "--tracking-uri", uri,
+         "--output", out, "--from", "small", "--from", "large", "--context", "rows=2000"]
     )
     printed = capsys.readouterr().out
     assert code == 0, printed

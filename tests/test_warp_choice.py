@@ -17,10 +17,8 @@ from tuner.core.trial import Status
 from tuner.core.warp_choice import WARP_CHOICE_FROM, loo_means, prefer_copula, warp_rule
 from tuner.loop.simulator import SimClock
 
-SQUARE = {
-    "x": {"type": "float", "low": 0.0, "high": 1.0},
-    "y": {"type": "float", "low": 0.0, "high": 1.0},
-}
+SQUARE = {"x": {"type": "float", "low": 0.0, "high": 1.0},
+          "y": {"type": "float", "low": 0.0, "high": 1.0}}
 
 
 def smooth(x, y):
@@ -61,9 +59,8 @@ def test_leave_one_out_means_are_the_gp_without_each_point():
         keep = np.arange(len(y)) != i
         gp = GaussianProcess(Matern52(), hyper)
         gp.extend(X[keep])
-        assert fast[i] == pytest.approx(
-            Posterior(gp, y[keep], gp).predict(X[i : i + 1])[0][0], abs=1e-8
-        )
+        assert fast[i] == pytest.approx(Posterior(gp, y[keep], gp).predict(X[i : i + 1])[0][0],
+                                        abs=1e-8)
 
 
 def test_auto_is_tail_or_copula_unless_there_is_a_constraint_or_a_context():
@@ -72,15 +69,11 @@ def test_auto_is_tail_or_copula_unless_there_is_a_constraint_or_a_context():
     assert warp_rule("tail", True, True) == "tail"
     budget = [{"metric": "time", "limit": 1.0, "type": "budget", "runtime": True}]
     plain = Optimizer(SQUARE, output_warp="auto")
-    assert (plain.scale.rule, plain.scale.base_warp, plain.scale.warp_on) == (
-        "tail-or-copula",
-        "tail",
-        False,
-    )
+    assert (plain.scale.rule, plain.scale.base_warp, plain.scale.warp_on) == ("tail-or-copula",
+                                                                              "tail", False)
     assert Optimizer(SQUARE, output_warp="auto", constraints=budget).scale.rule == "none-or-copula"
-    ctx = Optimizer(
-        SQUARE, output_warp="auto", context_space={"z": {"type": "float", "low": 0, "high": 1}}
-    )
+    ctx = Optimizer(SQUARE, output_warp="auto",
+                    context_space={"z": {"type": "float", "low": 0, "high": 1}})
     assert (ctx.scale.rule, ctx.scale.warp_on) == ("none-or-copula", True)
 
 
@@ -130,21 +123,8 @@ def test_the_two_rules_weigh_the_held_out_ranks_differently(monkeypatch, rule, s
     given = iter(scores)
     monkeypatch.setattr(warp_choice, "loo_rank_score", lambda **kw: next(given))
     assert (
-        prefer_copula(
-            rule,
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-            (None, None),
-            0,
-            False,
-            None,
-            False,
-            margin=0.1,
-        )
+        prefer_copula(rule, None, None, None, None, None, None, (None, None), 0, False, None, False,
+                      margin=0.1)
         is copula
     )
 
@@ -168,16 +148,9 @@ def test_tied_top_scores_choose_without_a_warning():
 def test_tail_or_copula_compares_the_tails_gp_in_its_box_with_the_copulas_in_its_own(monkeypatch):
     """The base targets are the tail warp's (not the plain scores), fit with the Optimizer's
     noise floor; the copula's with ``noise_floor``."""
-    opt = Optimizer(
-        SQUARE,
-        clock=SimClock(),
-        seed=0,
-        objective_bounds=None,
-        output_warp="tail-or-copula",
-        kernel="matern52",
-        n_initial=8,
-        research={"noise_floor": 1e-3},
-    )
+    opt = Optimizer(SQUARE, clock=SimClock(), seed=0, objective_bounds=None,
+                    output_warp="tail-or-copula", kernel="matern52", n_initial=8,
+                    research={"noise_floor": 1e-3})
     seen, score = [], warp_choice.loo_rank_score
 
     def spy(**kw):

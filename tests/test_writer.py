@@ -22,9 +22,8 @@ pytestmark = pytest.mark.slow
 
 def record(tid: int) -> TrialRecord:
     t = time.time()
-    return TrialRecord(
-        tid, {"x": tid / 10}, "FINISHED", {"score": float(tid)}, {"node": "n"}, t, t + 1
-    )
+    return TrialRecord(tid, {"x": tid / 10}, "FINISHED", {"score": float(tid)}, {"node": "n"}, t,
+                       t + 1)
 
 
 def test_trials_handed_over_are_all_logged_once_in_order(tmp_path):

@@ -21,11 +21,9 @@ from tuner.core.fields import Field
 
 from .options import DELAY, Option, integer, number
 
-SPACE = {
-    "x": {"type": "float", "low": 0.0, "high": 1.0},
-    "y": {"type": "float", "low": 0.0, "high": 1.0},
-    "width": {"type": "int", "low": 1, "high": 8},
-}
+SPACE = {"x": {"type": "float", "low": 0.0, "high": 1.0},
+         "y": {"type": "float", "low": 0.0, "high": 1.0},
+         "width": {"type": "int", "low": 1, "high": 8}}
 CONFIG = {"x": number(0.0, 1.0), "y": number(0.0, 1.0), "width": integer(1)}
 
 

@@ -67,9 +67,8 @@ def one_run(name: str, seed: int, trials: int, root: Path, rule: str | None = No
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--trials", type=int, default=30)
     ap.add_argument("--epochs-trials", type=int, nargs="*", default=[],
@@ -83,12 +82,10 @@ def main() -> None:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for seed in range(args.seeds):
-            for name, trials, rule in [
-                ("cnn", args.trials, None),
-                ("cnn-epochs", args.trials, None),
-                *[("cnn-epochs", n, None) for n in args.epochs_trials],
-                *[("cnn-epochs", args.trials, r) for r in args.rules],
-            ]:
+            for name, trials, rule in [("cnn", args.trials, None),
+                                       ("cnn-epochs", args.trials, None),
+                                       *[("cnn-epochs", n, None) for n in args.epochs_trials],
+                                       *[("cnn-epochs", args.trials, r) for r in args.rules]]:
                 root = Path(tmp) / f"{name}-{trials}-{rule}-{seed}"
                 rows.append({**one_run(name, seed, trials, root, rule), "trials_asked": trials})
                 print(rows[-1], flush=True)

@@ -9,10 +9,8 @@ import numpy as np
 from tuner import Optimizer
 from tuner.study.state import StudyStateFile, journal_path
 
-space = {
-    "x": {"type": "float", "low": 0.0, "high": 1.0},
-    "y": {"type": "float", "low": 0.0, "high": 1.0},
-}
+space = {"x": {"type": "float", "low": 0.0, "high": 1.0},
+         "y": {"type": "float", "low": 0.0, "high": 1.0}}
 for n in map(int, sys.argv[1:]):
     clock = [0.0]
     opt = Optimizer(

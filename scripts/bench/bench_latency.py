@@ -112,22 +112,9 @@ def in_process(
     which: str, n: int, d: int, args: argparse.Namespace
 ) -> tuple[list[tuple[float, float]], float]:
     """Time one case in a fresh process: (times, peak RSS of that process in MB)."""
-    cmd = [
-        sys.executable,
-        __file__,
-        "--one",
-        which,
-        str(n),
-        str(d),
-        "--seed",
-        str(args.seed),
-        "--reps",
-        str(args.reps),
-        "--optuna-reps",
-        str(args.optuna_reps),
-        "--pending",
-        str(args.pending),
-    ]
+    cmd = [sys.executable, __file__, "--one", which, str(n), str(d), "--seed", str(args.seed),
+           "--reps", str(args.reps), "--optuna-reps", str(args.optuna_reps), "--pending",
+           str(args.pending)]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     res = json.loads(out.strip().splitlines()[-1])
     return [tuple(t) for t in res["times"]], res["rss_mb"]
@@ -185,12 +172,10 @@ def side_by_side(args: argparse.Namespace, name: str, labels: tuple[str, str],
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    ap.add_argument(
-        "--n", type=int, nargs="+", default=[100, 400, 1000, 2000, 5000, 10000, 30000, 100000]
-    )
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--n", type=int, nargs="+",
+                    default=[100, 400, 1000, 2000, 5000, 10000, 30000, 100000])
     # ours|optuna N D, in a child process
     ap.add_argument("--one", nargs=3, help=argparse.SUPPRESS)
     ap.add_argument("--dims", type=int, nargs="+", default=[3, 8])

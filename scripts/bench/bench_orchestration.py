@@ -88,9 +88,8 @@ def summarize(rows: list[dict], slots: int) -> dict:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--trials", type=int, default=60)
     ap.add_argument("--slots", type=int, nargs="+", default=[2, 8])
     ap.add_argument("--algorithms", nargs="+", default=["random", "gp-ucb-sdf"])

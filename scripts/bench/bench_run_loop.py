@@ -88,9 +88,8 @@ def run_tuner(n: int, slots: int, algorithm: str, root: Path, settings: dict | N
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--trials", type=int, default=200)
     ap.add_argument("--slots", type=int, nargs="+", default=[2, 8])
     ap.add_argument("--ways", nargs="+", default=["bare", "tuner-random", "tuner-gp"])
@@ -124,13 +123,9 @@ def main() -> None:
                 r = (
                     run_bare(args.trials, slots)
                     if way == "bare"
-                    else run_tuner(
-                        args.trials,
-                        slots,
-                        "random" if way == "tuner-random" else "gp-ucb-sdf",
-                        Path(tmp),
-                        settings,
-                    )
+                    else run_tuner(args.trials, slots,
+                                   "random" if way == "tuner-random" else "gp-ucb-sdf", Path(tmp),
+                                   settings)
                 )
                 util = r["work"] / (slots * r["span"])
                 over = (slots * r["span"] - r["work"]) / max(r["trials"], 1)

@@ -128,9 +128,8 @@ def study_table(path: Path) -> str:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("what", choices=("quality", "study"))
     ap.add_argument("--problems", nargs="+")
     ap.add_argument("--methods", nargs="+", default=["tuner", "random", "optuna-tpe"])

@@ -30,14 +30,10 @@ STEPS = {
     "warm_up": "warming up",
     "reference": "reference run for the budget",
 }
-LINES = {
-    "mlflow": r"^MLflow .*ready in ([0-9.]+) s",
-    "budget": r"^budget: .* = ([0-9.]+) s",
-    "study": r"workers busy \d+% of ([0-9.]+) s",
-    "finished": r"^(\d+) finished, ",
-    "over_budget": r"^\d+ finished, .* (\d+) over budget",
-    "best": r"^best: trial \d+, \w+ ([-0-9.e]+), (?!OVER BUDGET)",
-}   # within the budget
+LINES = {"mlflow": r"^MLflow .*ready in ([0-9.]+) s", "budget": r"^budget: .* = ([0-9.]+) s",
+         "study": r"workers busy \d+% of ([0-9.]+) s", "finished": r"^(\d+) finished, ",
+         "over_budget": r"^\d+ finished, .* (\d+) over budget",
+         "best": r"^best: trial \d+, \w+ ([-0-9.e]+), (?!OVER BUDGET)"}   # within the budget
 
 
 def step_seconds(lines: list[str], start: str) -> float | None:
@@ -79,15 +75,8 @@ def run_once(burners: int, extra: list[str], after_budget: bool = False) -> dict
             b.kill()
             b.wait()
     return read_lines(
-        {
-            "burners": burners,
-            "after_budget": after_budget,
-            "args": extra,
-            "exit_code": rc,
-            "total_s": round(total, 1),
-            "first_line_s": round(first or 0.0, 1),
-            "lines": lines,
-        }
+        {"burners": burners, "after_budget": after_budget, "args": extra, "exit_code": rc,
+         "total_s": round(total, 1), "first_line_s": round(first or 0.0, 1), "lines": lines}
     )
 
 
@@ -103,9 +92,8 @@ def read_lines(row: dict) -> dict:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--burners", type=int, nargs="+", default=[0, 2])
     ap.add_argument("--out", type=Path, help="write rows.json and table.md here")
     ap.add_argument("--after-budget", action="store_true",
@@ -121,9 +109,8 @@ def main() -> None:
     rows = []
     for n in a.burners:
         for seed in a.seeds:
-            row = run_once(
-                n, a.args + ([] if seed is None else ["--seed", str(seed)]), a.after_budget
-            )
+            row = run_once(n, a.args + ([] if seed is None else ["--seed", str(seed)]),
+                           a.after_budget)
             rows.append(row)
             print(json.dumps({k: v for k, v in row.items() if k != "lines"}), flush=True)
     write(rows, a.out)

@@ -14,11 +14,9 @@ import pandas as pd
 S = (
     sys.argv[1] if len(sys.argv) > 1 else "docs/research/results/contextual/level-2026-11-26"
 ).rstrip("/") + "/"
-sets = {
-    "multitask": (["f_mt", "mt_level60b", "mt_level60", "mt_fig4", "mt_peers60"], "T=150"),
-    "digits": (["f_digits", "digits_30"], "T=600"),
-    "breast_cancer": (["f_breast_cancer", "breast_cancer_30"], "T=600"),
-}
+sets = {"multitask": (["f_mt", "mt_level60b", "mt_level60", "mt_fig4", "mt_peers60"], "T=150"),
+        "digits": (["f_digits", "digits_30"], "T=600"),
+        "breast_cancer": (["f_breast_cancer", "breast_cancer_30"], "T=600")}
 LEVEL = {"cgp-ucb-level-mean", "cgp-ts-level-mean"}
 
 
@@ -39,29 +37,20 @@ for name, (dirs, T) in sets.items():
     p = r.pivot_table(index="run", columns="method", values=T)
     g = q.groupby("method").q
     tab = pd.DataFrame(
-        {
-            "regret": p.mean().round(2),
-            "regret_se": (p.std() / np.sqrt(p.count())).round(2),
-            "runs": p.count(),
-            "reached": q.groupby("method").queries_to_99.apply(lambda s: s.notna().mean()).round(2),
-            "median": g.median(),
-            "mean": g.mean().round(1),
-            "se": (g.std() / np.sqrt(g.count())).round(1),
-        }
+        {"regret": p.mean().round(2), "regret_se": (p.std() / np.sqrt(p.count())).round(2),
+         "runs": p.count(),
+         "reached": q.groupby("method").queries_to_99.apply(lambda s: s.notna().mean()).round(2),
+         "median": g.median(), "mean": g.mean().round(1),
+         "se": (g.std() / np.sqrt(g.count())).round(1)}
     )
     print("==", name, T)
     print(tab.sort_values("regret").to_string())
     pq = q.pivot_table(index=["run", "task"], columns="method", values="q")
-    for a, b in [
-        ("cgp-ucb-level-mean", "cgp-ucb-shared-mean"),
-        ("cgp-ts-level-mean", "cgp-ts-shared"),
-        ("cgp-ucb-level-mean", "gp-ucb-sdf"),
-        ("cgp-ts-level-mean", "gp-ts-sdf"),
-        ("cgp-ucb-level-mean", "optuna-gp-warm"),
-        ("cgp-ucb-level-mean", "optuna-tpe-warm"),
-        ("cgp-ts-level-mean", "optuna-gp-warm"),
-        ("cgp-ts-level-mean", "optuna-tpe-warm"),
-    ]:
+    for a, b in [("cgp-ucb-level-mean", "cgp-ucb-shared-mean"),
+                 ("cgp-ts-level-mean", "cgp-ts-shared"), ("cgp-ucb-level-mean", "gp-ucb-sdf"),
+                 ("cgp-ts-level-mean", "gp-ts-sdf"), ("cgp-ucb-level-mean", "optuna-gp-warm"),
+                 ("cgp-ucb-level-mean", "optuna-tpe-warm"), ("cgp-ts-level-mean", "optuna-gp-warm"),
+                 ("cgp-ts-level-mean", "optuna-tpe-warm")]:
         if a in p and b in p:
             d = (p[a] - p[b]).dropna()
             e = (pq[a] - pq[b]).dropna()

@@ -133,9 +133,8 @@ def one_run(args: tuple) -> tuple:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=30)
     ap.add_argument("--T", type=int, default=200, help="queries per run (5 initial included)")
     ap.add_argument("--noise", type=float, default=0.0, help="observation noise std")
@@ -181,14 +180,8 @@ def main() -> None:
         (s[0], s[1]): [np.array([runs[s[2:]][r][j] for r in range(args.runs)]) for j in (0, 1)]
         for s in settings
     }
-    write_tables(
-        curves,
-        settings,
-        args,
-        out,
-        float(np.median(seconds)) if seconds else float("nan"),
-        time.perf_counter() - t0,
-    )
+    write_tables(curves, settings, args, out,
+                 float(np.median(seconds)) if seconds else float("nan"), time.perf_counter() - t0)
     plot(curves, out)
 
 
@@ -208,22 +201,12 @@ def write_tables(curves: dict, settings: list, args: argparse.Namespace, out: Pa
         for t in range(1, args.T + 1):
             if t in marks or t % 5 == 0:
                 rows.append(
-                    {
-                        "figure": fig,
-                        "setting": label,
-                        "algorithm": algo,
-                        "delay": kind,
-                        "delay_value": value,
-                        "m": m if algo in SDF else "",
-                        "nu_terms": nu if algo in SDF else "",
-                        "T": t,
-                        "runs": args.runs,
-                        "regret_mean": mp[t - 1],
-                        "regret_se": sp[t - 1],
-                        "regret_arrived_mean": ma[t - 1],
-                        "regret_arrived_se": sa[t - 1],
-                        "runs_with_result": int(np.sum(np.isfinite(paper[:, t - 1]))),
-                    }
+                    {"figure": fig, "setting": label, "algorithm": algo, "delay": kind,
+                     "delay_value": value, "m": m if algo in SDF else "",
+                     "nu_terms": nu if algo in SDF else "", "T": t, "runs": args.runs,
+                     "regret_mean": mp[t - 1], "regret_se": sp[t - 1],
+                     "regret_arrived_mean": ma[t - 1], "regret_arrived_se": sa[t - 1],
+                     "runs_with_result": int(np.sum(np.isfinite(paper[:, t - 1])))}
                 )
     write_table(out / "results.csv", rows)
 
@@ -242,11 +225,8 @@ def write_tables(curves: dict, settings: list, args: argparse.Namespace, out: Pa
             lines.append(
                 f"| {s[0]} | {s[1]} | "
                 + " | ".join(
-                    cell(
-                        by_t[t][mean_key],
-                        by_t[t][se_key],
-                        by_t[t]["runs_with_result"] if mean_key == "regret_mean" else args.runs,
-                    )
+                    cell(by_t[t][mean_key], by_t[t][se_key],
+                         by_t[t]["runs_with_result"] if mean_key == "regret_mean" else args.runs)
                     for t in marks
                 )
                 + " |"
@@ -285,14 +265,10 @@ def plot(curves: dict, out: Path) -> None:
     import matplotlib.pyplot as plt
 
     figs = sorted({f for f, _ in curves})
-    titles = {
-        "fig1a": "GP-UCB-SDF, Poisson(mu), m = 2 mu",
-        "fig1b": "GP-UCB-SDF, Poisson(10)",
-        "fig1c": "UCB-based, Poisson(10), m = 20",
-        "fig1d": "UCB-based, fixed delay 10, m = 10",
-        "fig5a": "TS-based, Poisson(10), m = 20",
-        "fig5b": "TS-based, fixed delay 10, m = 10",
-    }
+    titles = {"fig1a": "GP-UCB-SDF, Poisson(mu), m = 2 mu", "fig1b": "GP-UCB-SDF, Poisson(10)",
+              "fig1c": "UCB-based, Poisson(10), m = 20",
+              "fig1d": "UCB-based, fixed delay 10, m = 10",
+              "fig5a": "TS-based, Poisson(10), m = 20", "fig5b": "TS-based, fixed delay 10, m = 10"}
     cols = min(3, len(figs))
     rows = int(np.ceil(len(figs) / cols))
     fig, axes = plt.subplots(rows, cols, figsize=(4.6 * cols, 3.6 * rows), squeeze=False)

@@ -25,14 +25,8 @@ import argparse
 import time
 from pathlib import Path
 
-from tuner.bench.constraint_runs import (
-    average_curves,
-    markdown_table,
-    pivot,
-    plot_panels,
-    run_pool,
-    summarize,
-)
+from tuner.bench.constraint_runs import (average_curves, markdown_table, pivot, plot_panels,
+                                         run_pool, summarize)
 from tuner.core.persist import write_table
 
 import numpy as np  # noqa: E402
@@ -60,21 +54,10 @@ def one_run(args: tuple) -> tuple:
     opt = Optimizer(
         p.space,
         Settings.from_dict(
-            {
-                **PAPER_EXACT,
-                "algorithm": algo,
-                "objective_bounds": (lo, hi),
-                "constraints": [p.constraint],
-                "constraint_handler": handler,
-                "handler_options": opts,
-                "beta_schedule": "srinivas-finite",
-                "delta": 0.1,
-                "lengthscale": 0.2,
-                "amplitude": 1.0,
-                "noise": 0.01,
-                "refit_every": 10**9,
-                "seed": run,
-            }
+            {**PAPER_EXACT, "algorithm": algo, "objective_bounds": (lo, hi),
+             "constraints": [p.constraint], "constraint_handler": handler, "handler_options": opts,
+             "beta_schedule": "srinivas-finite", "delta": 0.1, "lengthscale": 0.2, "amplitude": 1.0,
+             "noise": 0.01, "refit_every": 10**9, "seed": run}
         ),
         domain=p.grid[:, None],
     )
@@ -86,9 +69,8 @@ def one_run(args: tuple) -> tuple:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--T", type=int, default=1000)
     ap.add_argument("--workers", type=int, default=2)

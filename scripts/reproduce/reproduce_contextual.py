@@ -74,12 +74,10 @@ def table_path(dataset: str) -> Path:
 N_SUBSETS, PER_TASK, DELAY_MEAN, WINDOW = 20, 30, 3.0, 6
 NO_WARP = {**FLOOR, "output_warp": "none"}
 # UCB and TS, contextual (with a level of each context) and the context ignored
-FOUR = (
-    ("cgp-ucb-level-mean", "gp-ucb-sdf", "context-level-mean"),
-    ("gp-ucb-sdf", "gp-ucb-sdf", "ignore"),
-    ("cgp-ts-level-mean", "gp-ts-sdf", "context-level-mean"),
-    ("gp-ts-sdf", "gp-ts-sdf", "ignore"),
-)
+FOUR = (("cgp-ucb-level-mean", "gp-ucb-sdf", "context-level-mean"),
+        ("gp-ucb-sdf", "gp-ucb-sdf", "ignore"),
+        ("cgp-ts-level-mean", "gp-ts-sdf", "context-level-mean"),
+        ("gp-ts-sdf", "gp-ts-sdf", "ignore"))
 METHODS = {
     "cgp-ucb-sdf": ("gp-ucb-sdf", "context"),
     "gp-ucb-sdf": ("gp-ucb-sdf", "ignore"),
@@ -309,12 +307,10 @@ def _make(tasks: Tasks, algorithm: str, kind: str, seed: int, product: bool,
                 "context_kernel": ("shared-level" if kind.startswith("context-level") else
                                    "shared" if kind.startswith("context-shared") else "product"),
                 "new_context": "mean" if kind.endswith("-mean") else "ucb", **(extra or {})}
-    return Optimizer(
-        tasks.space,
-        Settings.from_dict({**settings, "algorithm": algorithm, "seed": seed}),
-        clock=SimClock(),
-        context_space=tasks.context_space if kind.startswith("context") else None,
-    )
+    return Optimizer(tasks.space,
+                     Settings.from_dict({**settings, "algorithm": algorithm, "seed": seed}),
+                     clock=SimClock(),
+                     context_space=tasks.context_space if kind.startswith("context") else None)
 
 
 def add_variant(name: str, extra: dict) -> None:

@@ -100,9 +100,8 @@ def _job(args: tuple) -> tuple:
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=20, help="seeds per (table, delay, algorithm)")
     ap.add_argument("--T", type=int, default=105, help="queries per run, 5 random initial included")
     ap.add_argument("--quick", action="store_true", help="2 runs, T = 30 (a smoke run)")
@@ -121,11 +120,9 @@ def main(argv: list[str] | None = None) -> None:
         args.runs, args.T = min(args.runs, 2), min(args.T, 30)
     split = lambda s: [x.strip() for x in s.split(",") if x.strip()]    # noqa: E731
     algorithms = [a for g in GROUPS.values() for a in g]
-    for given, allowed, what in (
-        (args.tables, NAMES, "tables"),
-        (args.delays, list(DELAYS), "delays"),
-        (args.algorithms, algorithms, "algorithms"),
-    ):
+    for given, allowed, what in ((args.tables, NAMES, "tables"),
+                                 (args.delays, list(DELAYS), "delays"),
+                                 (args.algorithms, algorithms, "algorithms")):
         if set(split(given)) - set(allowed):
             ap.error(f"--{what}: unknown {sorted(set(split(given)) - set(allowed))}; allowed: "
                      f"{list(allowed)}")
@@ -263,9 +260,8 @@ def plot(R: dict, keys: list[tuple], out: Path) -> None:
 
     for table in dict.fromkeys(k[0] for k in keys):
         for delay in dict.fromkeys(k[1] for k in keys):
-            groups = [
-                (g, [a for a in algos if (table, delay, a) in R]) for g, algos in GROUPS.items()
-            ]
+            groups = [(g, [a for a in algos if (table, delay, a) in R]) for g,
+                      algos in GROUPS.items()]
             groups = [(g, a) for g, a in groups if a]
             if not groups:
                 continue

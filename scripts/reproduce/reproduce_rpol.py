@@ -36,14 +36,8 @@ import json
 import time
 from pathlib import Path
 
-from tuner.bench.constraint_runs import (
-    average_curves,
-    markdown_table,
-    pivot,
-    plot_panels,
-    run_pool,
-    summarize,
-)
+from tuner.bench.constraint_runs import (average_curves, markdown_table, pivot, plot_panels,
+                                         run_pool, summarize)
 from tuner.core.persist import write_table
 
 import numpy as np  # noqa: E402  (tuner.bench.constraint_runs sets the BLAS threads first)
@@ -64,30 +58,18 @@ def methods(T: int) -> dict[str, dict]:
     return {
         "RPOL-UCB": {"algorithm": "gp-ucb", "constraint_handler": "rpol"},
         "RPOL-CensoredUCB": {"algorithm": "gp-ucb-sdf", "constraint_handler": "rpol", "window": 30},
-        "RPOL-CensoredUCB b_c=0": {
-            "algorithm": "gp-ucb-sdf",
-            "constraint_handler": "rpol",
-            "window": 30,
-            "b_c": 0.0,
-        },
-        "RPOL-CensoredUCB b_y=b_c=0": {
-            "algorithm": "gp-ucb-sdf",
-            "constraint_handler": "rpol",
-            "window": 30,
-            "b_c": 0.0,
-            "b_y": 0.0,
-        },
+        "RPOL-CensoredUCB b_c=0": {"algorithm": "gp-ucb-sdf", "constraint_handler": "rpol",
+                                   "window": 30, "b_c": 0.0},
+        "RPOL-CensoredUCB b_y=b_c=0": {"algorithm": "gp-ucb-sdf", "constraint_handler": "rpol",
+                                       "window": 30, "b_c": 0.0, "b_y": 0.0},
         "CBO-UCB": {"algorithm": "gp-ucb", **cbo},
         "Penalty-Alg2": {
             "algorithm": "gp-ucb",
             "constraint_handler": "penalty",
             "handler_options": {"update": "multiplicative", "psi": "exp", "epoch": 20},
         },
-        "Penalty-Alg3": {
-            "algorithm": "gp-ucb",
-            "constraint_handler": "penalty",
-            "handler_options": {"update": "additive", "step": 0.5, "epoch": 20},
-        },
+        "Penalty-Alg3": {"algorithm": "gp-ucb", "constraint_handler": "penalty",
+                         "handler_options": {"update": "additive", "step": 0.5, "epoch": 20}},
     }
 
 
@@ -130,9 +112,8 @@ def one_run(args: tuple) -> tuple:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--T", type=int, default=300)
     ap.add_argument("--figs", nargs="*", default=None, help="subset of fig1 fig2 fig2-ablation "
@@ -168,11 +149,8 @@ def main() -> None:
             md += [f"\n### {fig}: {k}\n", markdown_table(pivot(summary, k, marks),
                                                            ["method"] + [f"t={t}" for t in marks])]
         best = [
-            {
-                "method": m,
-                "best feasible f": f"{np.nanmean([r[4] for r in per if r[1] == m]):.3f}",
-                "runs without a feasible x": sum(np.isnan(r[4]) for r in per if r[1] == m),
-            }
+            {"method": m, "best feasible f": f"{np.nanmean([r[4] for r in per if r[1] == m]):.3f}",
+             "runs without a feasible x": sum(np.isnan(r[4]) for r in per if r[1] == m)}
             for m in labels
         ]
         seconds = [r[5] for r in per]

@@ -41,9 +41,8 @@ from tuner.bench.report import _winner, fmt, headline, load_runs, median_best
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("runs", nargs="+", help="runs.csv files; FILE:OLD=NEW reads FILE's method OLD "
                                             "as NEW")
     ap.add_argument("--candidates", nargs="+", required=True)
@@ -135,10 +134,8 @@ def budget_table(cells: dict, candidates: list[str], peers: list[str],
             if found is None:
                 continue
             top, top_score = found
-            mine, theirs = (
-                med(rows, "infeasible_trials"),
-                med(cells[(p, w, top)], "infeasible_trials"),
-            )
+            mine, theirs = (med(rows, "infeasible_trials"),
+                            med(cells[(p, w, top)], "infeasible_trials"))
             score = median_best(rows, 1.0)
             met = mine <= theirs / 2 and _winner(score, top_score) != "peer"
             n_mine = f"{med(rows, 'trials'):.0f}" if "trials" in rows[0] else "–"

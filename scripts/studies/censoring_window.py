@@ -152,12 +152,10 @@ PROBLEMS: dict[str, Problem] = {
     ),
     "mixed": _problem(
         "mixed",
-        {
-            "lr": {"type": "float", "low": 1e-5, "high": 1.0, "log": True},
-            "layers": {"type": "int", "low": 1, "high": 8},
-            "batch": {"type": "int", "low": 16, "high": 512, "log": True},
-            "optimizer": {"type": "categorical", "choices": ["sgd", "momentum", "adam"]},
-        },
+        {"lr": {"type": "float", "low": 1e-5, "high": 1.0, "log": True},
+         "layers": {"type": "int", "low": 1, "high": 8},
+         "batch": {"type": "int", "low": 16, "high": 512, "log": True},
+         "optimizer": {"type": "categorical", "choices": ["sgd", "momentum", "adam"]}},
         _mixed,
         0.97 * (1 - 0.25 * math.exp(-3.5)),
         (0.0, 1.0),
@@ -408,17 +406,8 @@ def pending_grid(seeds: int, n: int) -> list[Job]:
     """GP-UCB-SDF / GP-TS-SDF against GP-UCB / asy-TS, all with m = inf (a result counts when it
     arrives; only the treatment of running trials differs), paired by seed."""
     return [
-        Job(
-            problem=p,
-            workers=W,
-            runtime=rt,
-            cv=1.0,
-            noise=0,
-            window="inf",
-            algorithm=a,
-            seed=seed,
-            n=n,
-        )
+        Job(problem=p, workers=W, runtime=rt, cv=1.0, noise=0, window="inf", algorithm=a, seed=seed,
+            n=n)
         for seed in range(seeds)
         for p in PROBLEMS
         for W in (2, 8)
@@ -515,17 +504,8 @@ def grid(quick: bool, seeds: int, n: int) -> list[Job]:
                     part["problems"], part["workers"], part["runtimes"], part["cvs"],
                     part["noise"], part["windows"], part["algorithms"]):
                 jobs.append(
-                    Job(
-                        problem=prob,
-                        workers=W,
-                        runtime=rt,
-                        cv=cv,
-                        noise=nz,
-                        window=win,
-                        algorithm=algo,
-                        seed=seed,
-                        n=n,
-                    )
+                    Job(problem=prob, workers=W, runtime=rt, cv=cv, noise=nz, window=win,
+                        algorithm=algo, seed=seed, n=n)
                 )
     seen: set[tuple] = set()
     return [j for j in jobs if not (j.key() in seen or seen.add(j.key()))]
@@ -620,17 +600,10 @@ def ratio_to(rows: list[dict], ref: str, windows: Iterable[str], metric: str) ->
             continue
         d = np.array(diffs)
         p = float(wilcoxon(d).pvalue) if w != ref and np.any(d != 0) else math.nan
-        out[w] = {
-            "ratio": math.exp(np.mean(logs)),
-            "wins": float(np.mean(wins)),
-            "cells": len(logs),
-            "diff": float(d.mean()),
-            "diff_se": sample_mean_se(d)[1],
-            "p": p,
-            "runs": d.size,
-            "log10": float(np.mean(logdiffs)),
-            "log10_se": sample_mean_se(logdiffs)[1],
-        }
+        out[w] = {"ratio": math.exp(np.mean(logs)), "wins": float(np.mean(wins)),
+                  "cells": len(logs), "diff": float(d.mean()), "diff_se": sample_mean_se(d)[1],
+                  "p": p, "runs": d.size, "log10": float(np.mean(logdiffs)),
+                  "log10_se": sample_mean_se(logdiffs)[1]}
     return out
 
 
@@ -752,14 +725,10 @@ def report(path: Path, out: Path, n: int) -> str:
     ucb = [r for r in rows if r["algorithm"] == "gp-ucb-sdf"]
     present = {r["window"] for r in rows}
     main_w = [w for w in WINDOWS_MAIN if w in present]
-    section(
-        "A. GP-UCB-SDF, noise-free (main factorial)", [r for r in ucb if r["noise"] == 0], main_w
-    )
-    section(
-        "B. GP-UCB-SDF with observation noise (5 % of sd f)",
-        [r for r in ucb if r["noise"] == 1],
-        main_w,
-    )
+    section("A. GP-UCB-SDF, noise-free (main factorial)", [r for r in ucb if r["noise"] == 0],
+            main_w)
+    section("B. GP-UCB-SDF with observation noise (5 % of sd f)",
+            [r for r in ucb if r["noise"] == 1], main_w)
     nu_rows = [
         r
         for r in ucb
@@ -880,9 +849,8 @@ def plot(rows: list[dict], out: Path, n: int) -> None:
                 if i == len(values) - 1:
                     ax.set_xlabel(xlabel, fontsize=8)
                 if j == 0:
-                    ax.set_ylabel(
-                        "normalized simple regret\n(geometric mean ± se of log)", fontsize=8
-                    )
+                    ax.set_ylabel("normalized simple regret\n(geometric mean ± se of log)",
+                                  fontsize=8)
                 ax.grid(alpha=0.3)
         axes[0][0].legend(fontsize=7)
         fig.suptitle(f"GP-UCB-SDF, noise-free, cv 1.0, {pooled}", fontsize=10)
@@ -895,9 +863,8 @@ def plot(rows: list[dict], out: Path, n: int) -> None:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="a small grid that finishes in about a "
                                                          "minute")
     ap.add_argument("--seeds", type=int, default=None, help="runs per cell (default 20; 2 with "

@@ -72,27 +72,21 @@ RPOL = {"algorithm": "gp-ucb-sdf", "constraint_handler": "rpol"}
 CBO_TS = {"algorithm": "gp-ts-sdf", "constraint_handler": "cbo"}
 PENALTY = {"algorithm": "gp-ucb-sdf", "constraint_handler": "penalty",
            "handler_options": {"update": "additive", "epoch": 20}}
-METHODS = {
-    "random": {"algorithm": "random"},
-    "gp-ucb-sdf": {"algorithm": "gp-ucb-sdf"},
-    "gp-ucb": {"algorithm": "gp-ucb"},
-    "rpol": {**RPOL, **PLAIN},
-    "cbo-ts": {**CBO_TS, **PLAIN},
-    "penalty": {**PENALTY, **PLAIN},
-    "rpol+bound": {**RPOL},
-    "rpol+bound m=inf": {**RPOL, "window": "inf"},
-    "rpol+bound+stop0.5 m=inf": {**RPOL, "window": "inf", "stop_margin": 0.5},
-    "rpol+bound+stop1.0 m=inf": {**RPOL, "window": "inf", "stop_margin": 1.0},
-    "rpol+stop0.2": {**RPOL, **PLAIN, "stop_margin": 0.2},
-    "rpol+bound+stop0.2": {**RPOL, "stop_margin": 0.2},
-    "rpol+stop0.5": {**RPOL, **PLAIN, "stop_margin": 0.5},
-    "rpol+bound+stop0.5": {**RPOL, "stop_margin": 0.5},
-    "rpol+bound+stop1.0": {**RPOL, "stop_margin": 1.0},
-    "rpol+bound b_c=0": {**RPOL, "b_c": 0.0},
-    "rpol+bound+stop0.5 b_c=0": {**RPOL, "stop_margin": 0.5, "b_c": 0.0},
-    "cbo-ts+bound+stop0.2": {**CBO_TS, "stop_margin": 0.2},
-    "penalty+bound+stop0.2": {**PENALTY, "stop_margin": 0.2},
-}
+METHODS = {"random": {"algorithm": "random"}, "gp-ucb-sdf": {"algorithm": "gp-ucb-sdf"},
+           "gp-ucb": {"algorithm": "gp-ucb"}, "rpol": {**RPOL, **PLAIN},
+           "cbo-ts": {**CBO_TS, **PLAIN}, "penalty": {**PENALTY, **PLAIN}, "rpol+bound": {**RPOL},
+           "rpol+bound m=inf": {**RPOL, "window": "inf"},
+           "rpol+bound+stop0.5 m=inf": {**RPOL, "window": "inf", "stop_margin": 0.5},
+           "rpol+bound+stop1.0 m=inf": {**RPOL, "window": "inf", "stop_margin": 1.0},
+           "rpol+stop0.2": {**RPOL, **PLAIN, "stop_margin": 0.2},
+           "rpol+bound+stop0.2": {**RPOL, "stop_margin": 0.2},
+           "rpol+stop0.5": {**RPOL, **PLAIN, "stop_margin": 0.5},
+           "rpol+bound+stop0.5": {**RPOL, "stop_margin": 0.5},
+           "rpol+bound+stop1.0": {**RPOL, "stop_margin": 1.0},
+           "rpol+bound b_c=0": {**RPOL, "b_c": 0.0},
+           "rpol+bound+stop0.5 b_c=0": {**RPOL, "stop_margin": 0.5, "b_c": 0.0},
+           "cbo-ts+bound+stop0.2": {**CBO_TS, "stop_margin": 0.2},
+           "penalty+bound+stop0.2": {**PENALTY, "stop_margin": 0.2}}
 
 
 # The plot shows these (the table has every method; budget_hpo_curves.npz every curve).
@@ -126,23 +120,17 @@ def one_run(args: tuple) -> tuple:
             for tau in grid
         ]
     )
-    stats = {
-        "trials": len(res.start),
-        "violation": float(np.sum(np.maximum(used / LIMIT - 1, 0))),
-        "over-budget runs": int(over.sum()),
-        "over-budget s": float(np.sum(used[over])),
-        "over-budget share": float(np.sum(used[over]) / np.sum(used)),
-        "stopped": int(res.stopped.sum()),
-        "best feasible": float(best[-1]),
-        "suggest ms": 1e3 * float(np.mean(res.suggest_seconds)),
-    }
+    stats = {"trials": len(res.start), "violation": float(np.sum(np.maximum(used / LIMIT - 1, 0))),
+             "over-budget runs": int(over.sum()), "over-budget s": float(np.sum(used[over])),
+             "over-budget share": float(np.sum(used[over]) / np.sum(used)),
+             "stopped": int(res.stopped.sum()), "best feasible": float(best[-1]),
+             "suggest ms": 1e3 * float(np.mean(res.suggest_seconds))}
     return method, run, grid, best, over_seconds, stats, time.perf_counter() - t0
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=40)
     ap.add_argument("--horizon", type=float, default=900.0, help="simulated wall clock, seconds")
     ap.add_argument("--methods", nargs="*", default=None)
@@ -187,10 +175,8 @@ def main() -> None:
                         **{f"{k}|{m}": np.vstack(v[m]) for k, v in (("best", best), ("over", over))
                            for m in names})
     plot_panels(
-        [
-            ("best feasible accuracy", {m: best[m] for m in shown}),
-            ("worker-seconds on over-budget runs", {m: over[m] for m in shown}),
-        ],
+        [("best feasible accuracy", {m: best[m] for m in shown}),
+         ("worker-seconds on over-budget runs", {m: over[m] for m in shown})],
         f"budgeted HPO: {WORKERS} workers, budget {LIMIT:g} s ({args.runs} runs, mean and 25-75 %)",
         out / "budget_hpo.png",
         x=grid,

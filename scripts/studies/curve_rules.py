@@ -49,9 +49,8 @@ def one(rule: str, seed: int, workers: int, horizon: float) -> tuple[list[float]
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--horizon", type=float, default=40.0)
     ap.add_argument("--workers", type=int, default=4)
     ap.add_argument("--seeds", type=int, default=6)

@@ -73,9 +73,8 @@ def summary(path: Path, before: str = BEFORE, after: str = AFTER) -> None:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--problems", nargs="+", required=True)
     ap.add_argument("--workers", type=int, default=16)
     ap.add_argument("--seeds", type=int, default=5)

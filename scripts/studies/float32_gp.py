@@ -33,9 +33,8 @@ def posterior(K: np.ndarray, Ks: np.ndarray, kss: np.ndarray, y: np.ndarray, dty
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--problems", nargs="*", default=["hartmann6", "hpo-mixed"])
     ap.add_argument("--n", nargs="*", type=int, default=[500, 2000])
     ap.add_argument("--seed", type=int, default=0)

@@ -66,17 +66,8 @@ def one(
         rules = [PaceBudget(LIMIT, FIDELITY, float(margin), z=float(z or 2.0))]
     else:
         rules = []
-    res = simulate(
-        opt,
-        JitteredSteps(step_cv, seed),
-        CURVES.run_time(),
-        100_000,
-        workers=workers,
-        seed=seed,
-        fidelity=FIDELITY,
-        stopping=rules,
-        time_limit=horizon,
-    )
+    res = simulate(opt, JitteredSteps(step_cv, seed), CURVES.run_time(), 100_000, workers=workers,
+                   seed=seed, fidelity=FIDELITY, stopping=rules, time_limit=horizon)
     ran = res.finish - res.start
     planned = np.array([m["runtime"] for m in res.metrics_true])
     slow = np.array([CURVES.mean_run_time(c) > LIMIT for c in res.configs])
@@ -103,9 +94,8 @@ def one(
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--horizon", type=float, default=60.0)
     ap.add_argument("--workers", type=int, default=4)
     ap.add_argument("--seeds", type=int, default=10)

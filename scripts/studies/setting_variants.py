@@ -23,9 +23,8 @@ BASE = "study"      # tuner/bench/peers.py: the study default
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("problem")
     ap.add_argument("--workers", type=int, default=4)
     ap.add_argument("--seeds", type=int, default=10)
@@ -49,15 +48,9 @@ def main() -> None:
             if args.out:
                 append_row(
                     args.out,
-                    {
-                        "problem": args.problem,
-                        "workers": args.workers,
-                        "method": name,
-                        "seed": seed,
-                        **{f"best_{q:g}": float(v) for q, v in zip(FRACTIONS, scores)},
-                        "trials": row["trials"],
-                        "infeasible_trials": over[-1],
-                    },
+                    {"problem": args.problem, "workers": args.workers, "method": name, "seed": seed,
+                     **{f"best_{q:g}": float(v) for q, v in zip(FRACTIONS, scores)},
+                     "trials": row["trials"], "infeasible_trials": over[-1]},
                     sync=False,
                 )
         print(

@@ -19,9 +19,8 @@ from tuner.bench.recorded import load
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("problem")
     ap.add_argument("--seeds", type=int, default=6)
     ap.add_argument("--methods", nargs="*", default=["tuner", "optuna-tpe", "random"])

@@ -19,14 +19,10 @@ from tuner.study.config import optimizer_settings, read_yaml
 if TYPE_CHECKING:
     from tuner.core.settings import Settings
 
-SIM_SCHEMA = {
-    "objective": Field((dict,), {"kind": "gp-sample-1d"}),
-    "delay": Field((dict,), {"kind": "poisson", "mean": 10}),
-    "workers": Field((int, None), None, above=0),
-    "trials": Field((int,), 200, above=0),
-    "noise_std": Field((float,), 0.0),
-    "seed": Field((int,), 0),
-}
+SIM_SCHEMA = {"objective": Field((dict,), {"kind": "gp-sample-1d"}),
+              "delay": Field((dict,), {"kind": "poisson", "mean": 10}),
+              "workers": Field((int, None), None, above=0), "trials": Field((int,), 200, above=0),
+              "noise_std": Field((float,), 0.0), "seed": Field((int,), 0)}
 
 
 @dataclass
@@ -59,17 +55,10 @@ def load_simulation(
         if key in ("trials", "workers", "seed"):
             sim[key] = value
     sim = check_section("simulation", sim, SIM_SCHEMA)
-    return SimulationConfig(
-        study=top["study"],
-        settings=optimizer_settings(opt),
-        objective=sim["objective"],
-        delay=sim["delay"],
-        workers=sim["workers"],
-        trials=sim["trials"],
-        noise_std=sim["noise_std"],
-        seed=sim["seed"],
-        raw=data,
-    )
+    return SimulationConfig(study=top["study"], settings=optimizer_settings(opt),
+                            objective=sim["objective"], delay=sim["delay"], workers=sim["workers"],
+                            trials=sim["trials"], noise_std=sim["noise_std"], seed=sim["seed"],
+                            raw=data)
 
 
 def simulate_study(args: argparse.Namespace) -> int:
@@ -101,30 +90,16 @@ def simulate_study(args: argparse.Namespace) -> int:
                   f"best {'-' if best is None else f'{best.value:.4f}'}  "
                   f"elapsed {time.perf_counter() - t0:6.1f}s", flush=True)
 
-    res = simulate(
-        optimizer=opt,
-        objective=fn,
-        delay=delay,
-        n_trials=cfg.trials,
-        workers=cfg.workers,
-        noise_std=cfg.noise_std,
-        seed=cfg.seed,
-        f_opt=fn.f_opt,
-        progress=progress,
-    )
+    res = simulate(optimizer=opt, objective=fn, delay=delay, n_trials=cfg.trials,
+                   workers=cfg.workers, noise_std=cfg.noise_std, seed=cfg.seed, f_opt=fn.f_opt,
+                   progress=progress)
     regret = res.simple_regret()
     opt.save(out / "optimizer_state.json")
     write_table(
         out / "trials.csv",
         [
-            {
-                "trial_id": i,
-                "x": c["x"],
-                "f": f,
-                "start": s,
-                "finish": e,
-                "simple_regret_at_start": regret[i],
-            }
+            {"trial_id": i, "x": c["x"], "f": f, "start": s, "finish": e,
+             "simple_regret_at_start": regret[i]}
             for i, (c, f, s, e) in enumerate(zip(res.configs, res.f_true, res.start, res.finish))
         ],
     )

@@ -83,15 +83,9 @@ def summarize(cells: dict[Cell, list], method: str, reference: str = "paper") ->
             vs_ref += _winner(mine, median_best(cells[(p, w, reference)], q)) == "project"
         norm.append(normalized(cells, method, p, w, q))
     norm_v = np.array([v for v in norm if math.isfinite(v)])
-    return {
-        "method": method,
-        "pairs": total,
-        "best_or_tied": best_or_tied,
-        "by_w": dict(by_w),
-        "vs_optuna_gp": (wins_gp, gp_total),
-        "beats_ref": (vs_ref, ref_total),
-        "normalized": float(norm_v.mean()) if len(norm_v) else math.nan,
-    }
+    return {"method": method, "pairs": total, "best_or_tied": best_or_tied, "by_w": dict(by_w),
+            "vs_optuna_gp": (wins_gp, gp_total), "beats_ref": (vs_ref, ref_total),
+            "normalized": float(norm_v.mean()) if len(norm_v) else math.nan}
 
 
 def best_scoring_peer(cells: dict[Cell, list], p: str, w: int,
@@ -171,9 +165,8 @@ def write(compare_runs: Path, ablation_dir: Path, methods: Sequence[str] | None 
 
 
 def main(argv: Sequence[str] | None = None) -> Path:
-    ap = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--compare", default="docs/research/results/compare/runs.csv")
     ap.add_argument("--out", default="docs/research/results/ablation")
     ap.add_argument("--methods", nargs="*", default=None)

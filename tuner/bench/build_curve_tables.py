@@ -93,27 +93,19 @@ def build(name: str, n_configs: int, seeds: int) -> float:
         if os.path.exists("/proc/cpuinfo") else platform.processor()
     write_json(
         meta_path,
-        {
-            "trainable": name,
-            "configs": configs,
-            "seeds": seeds,
-            "options": OPTIONS,
-            "every": LR_EVERY if name == "logreg" else 1,
-            "sobol_seed": SOBOL_SEED,
-            "build_seconds": round(previous + spent, 1),
-            "machine": {"cpu": cpu, "cores": os.cpu_count()},
-            "date": time.strftime("%Y-%m-%d"),
-            "command": "python -m tuner.bench.build_curve_tables " + " ".join(sys.argv[1:]),
-        },
+        {"trainable": name, "configs": configs, "seeds": seeds, "options": OPTIONS,
+         "every": LR_EVERY if name == "logreg" else 1, "sobol_seed": SOBOL_SEED,
+         "build_seconds": round(previous + spent, 1),
+         "machine": {"cpu": cpu, "cores": os.cpu_count()}, "date": time.strftime("%Y-%m-%d"),
+         "command": "python -m tuner.bench.build_curve_tables " + " ".join(sys.argv[1:])},
         indent=1,
     )
     return spent
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--configs", type=int, default=128)
     ap.add_argument("--seeds", type=int, default=2)
     ap.add_argument("--only", default=",".join(NAMES))

@@ -170,9 +170,8 @@ def build(name: str, pool: Any, points: int | None, out_dir: Path, processes: in
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--only", default=",".join(NAMES), help="comma-separated subset of "
                                                             "svm,logreg,cnn")
     ap.add_argument("--points", type=int, default=None, help="about N points per table (default: "

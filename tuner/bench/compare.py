@@ -170,33 +170,42 @@ def versions() -> dict[str, str]:
     return out
 
 
-def main(argv: Sequence[str] | None = None) -> Path:
-    ap = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    ap.add_argument("--quick", action="store_true", help="3 problems, W = 4, 2 seeds, 5 methods")
-    ap.add_argument("--out", default=None, help="default: docs/research/results/compare (full), a "
-                                                "temp dir (quick)")
+def harness_args(argv: Sequence[str] | None, doc: str, quick: str, name: str,
+                 problems: Sequence[str] | None = None,
+                 methods: Sequence[str] | None = None) -> tuple[argparse.Namespace, Path]:
+    """The command line of a harness run (this benchmark, the learning-curve one) and its
+    output folder, made: ``--out``, else ``docs/research/results/<name>`` for a full run and a
+    temporary folder for ``--quick``.
+
+    Args:
+        argv: the arguments (None: ``sys.argv``).
+        doc: the program's description.
+        quick: what ``--quick`` runs.
+        name: the results' folder under docs/research/results.
+        problems, methods: the names ``--problems`` and ``--methods`` allow (None: any).
+    """
+    ap = argparse.ArgumentParser(description=doc,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help=quick)
+    ap.add_argument("--out", default=None,
+                    help=f"default: docs/research/results/{name} (full), a temp dir (quick)")
     ap.add_argument("--seeds", type=int, default=None)
-    ap.add_argument("--problems", nargs="*", default=None)
-    ap.add_argument("--methods", nargs="*", default=None)
+    ap.add_argument("--problems", nargs="*", default=None, choices=problems)
+    ap.add_argument("--methods", nargs="*", default=None, choices=methods)
     ap.add_argument("--workers", nargs="*", type=int, default=None)
     ap.add_argument("--report-only", action="store_true")
-    ap.add_argument(
-        "--deadline",
-        default=None,
-        help="HH:MM (local time): start no run after it; the report covers what finished",
-    )
+    ap.add_argument("--deadline", default=None,
+                    help="HH:MM (local time): start no run after it; the report covers what "
+                    "finished")
     args = ap.parse_args(argv)
-    if args.out is None:
-        out = (
-            Path(tempfile.mkdtemp(prefix="bench-quick-"))
-            if args.quick
-            else Path("docs/research/results/compare")
-        )
-    else:
-        out = Path(args.out)
+    out = Path(args.out) if args.out else (Path(tempfile.mkdtemp(prefix=f"{name}-quick-"))
+                                           if args.quick else Path("docs/research/results") / name)
     out.mkdir(parents=True, exist_ok=True)
+    return args, out
+
+
+def main(argv: Sequence[str] | None = None) -> Path:
+    args, out = harness_args(argv, __doc__, "3 problems, W = 4, 2 seeds, 5 methods", "compare")
     runs = out / "runs.csv"
     if not args.report_only:
         try:

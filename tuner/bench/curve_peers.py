@@ -143,14 +143,9 @@ class OptunaStopped(OptunaAdapter):
             self.study = optuna.create_study(direction="maximize", sampler=self.study.sampler,
                                              pruner=pruner)
 
-    def fail(
-        self,
-        trial_id: int,
-        reason: str = "failed",
-        metrics: Mapping[str, float] | None = None,
-        finish_time: float | None = None,
-        status: str = "FAILED",
-    ) -> None:
+    def fail(self, trial_id: int, reason: str = "failed",
+             metrics: Mapping[str, float] | None = None, finish_time: float | None = None,
+             status: str = "FAILED") -> None:
         if status != Status.STOPPED:
             return super().fail(trial_id, reason, metrics, finish_time, status)
         trial = self._told(trial_id, finish_time)
@@ -215,14 +210,9 @@ class SyneTuneMultiFidelity(Adapter):
         self.scheduler.on_trial_complete(self.trials[trial_id],
                                          {"epoch": self.epochs, OBJECTIVE: float(value)})
 
-    def fail(
-        self,
-        trial_id: int,
-        reason: str = "failed",
-        metrics: Mapping[str, float] | None = None,
-        finish_time: float | None = None,
-        status: str = "FAILED",
-    ) -> None:
+    def fail(self, trial_id: int, reason: str = "failed",
+             metrics: Mapping[str, float] | None = None, finish_time: float | None = None,
+             status: str = "FAILED") -> None:
         self._told(trial_id, finish_time)
         if status == Status.FAILED:
             self.scheduler.on_trial_error(self.trials[trial_id])
@@ -250,10 +240,8 @@ def make(method: str, problem: Any, seed: int) -> tuple[Any, list[Any]]:
             # before 2026-11-29: the budget on the median run time
             if method == "tuner-study-median":
                 extra["budget_bound"] = "median"
-        opt = Optimizer(
-            problem.space,
-            Settings.from_dict({**extra, "seed": seed, "objective_bounds": (0.0, 1.0)}),
-        )
+        opt = Optimizer(problem.space,
+                        Settings.from_dict({**extra, "seed": seed, "objective_bounds": (0.0, 1.0)}))
         if method.endswith("-asha"):
             rules.append(ASHA(epochs, GRACE, ETA))
         elif method.endswith("-asha-rank"):          # Syne Tune's test at a rung

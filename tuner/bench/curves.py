@@ -32,9 +32,7 @@ from __future__ import annotations
 
 import tuner.bench.threads  # noqa: F401,E402  (before numpy: one BLAS thread per process)
 
-import argparse  # noqa: E402
 import math  # noqa: E402
-import tempfile  # noqa: E402
 import time  # noqa: E402
 import warnings  # noqa: E402
 from dataclasses import dataclass  # noqa: E402
@@ -49,7 +47,7 @@ from tuner.loop.problems import CrossingCurves  # noqa: E402
 from tuner.loop.simulator import simulate  # noqa: E402
 from tuner.loop.stopping import Fidelity  # noqa: E402
 
-from .compare import parse_deadline, read_rows, run_all  # noqa: E402
+from .compare import harness_args, parse_deadline, read_rows, run_all  # noqa: E402
 from .curve_peers import METHODS, available, make, worker_seconds  # noqa: E402
 from .problems import uniform_configs  # noqa: E402
 
@@ -65,10 +63,8 @@ class PlateauCurves(CrossingCurves):
     """``CrossingCurves`` plus ``optimizer`` (sgd, adam) and diverging large learning rates
     (module docstring)."""
 
-    space = {
-        **CrossingCurves.space,
-        "optimizer": {"type": "categorical", "choices": ["sgd", "adam"]},
-    }
+    space = {**CrossingCurves.space,
+             "optimizer": {"type": "categorical", "choices": ["sgd", "adam"]}}
 
     def score(self, config: Mapping[str, Any], t: float) -> float:
         adam = config.get("optimizer") == "adam"
@@ -91,9 +87,8 @@ class CurveProblem:
     rounds: float = 12.0            # horizon at W = 4, in mean run times (half of it at W = 16)
 
     def __post_init__(self) -> None:
-        configs = getattr(self.family, "configs", None) or uniform_configs(
-            self.family.space, 2048, seed=0
-        )
+        configs = getattr(self.family, "configs", None) or uniform_configs(self.family.space, 2048,
+                                                                           seed=0)
         self.space = self.family.space
         self.epochs = self.family.epochs
         finals = np.array([self.family.score(c, self.epochs) for c in configs])
@@ -179,9 +174,8 @@ def one_run(problem: str, workers: int, method: str, seed: int,
     row["time_to_target"] = float(res.finish[hit].min()) if hit.any() else math.inf
     row["stopped_seconds"] = worker_seconds(res.start, res.finish, stopped, horizon)
     row["over_budget_seconds"] = worker_seconds(res.start, res.finish, over, horizon)
-    row["worker_seconds"] = worker_seconds(
-        res.start, res.finish, np.ones(len(planned), bool), horizon
-    )
+    row["worker_seconds"] = worker_seconds(res.start, res.finish, np.ones(len(planned), bool),
+                                           horizon)
     row["run_seconds"] = round(time.perf_counter() - t0, 2)
     return row
 
@@ -316,22 +310,8 @@ def _plot(rows: list[dict[str, Any]], out: Path) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> Path:
-    ap = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    ap.add_argument("--quick", action="store_true", help="2 problems, W = 4, 2 seeds")
-    ap.add_argument("--out", default=None, help="default: docs/research/results/curves (full), a "
-                                                "temp dir (quick)")
-    ap.add_argument("--seeds", type=int, default=None)
-    ap.add_argument("--problems", nargs="*", default=None, choices=list(PROBLEMS))
-    ap.add_argument("--methods", nargs="*", default=None, choices=list(METHODS))
-    ap.add_argument("--workers", nargs="*", type=int, default=None)
-    ap.add_argument("--report-only", action="store_true")
-    ap.add_argument("--deadline", default=None, help="HH:MM: start no run after it")
-    args = ap.parse_args(argv)
-    out = Path(args.out) if args.out else (Path(tempfile.mkdtemp(prefix="curves-quick-"))
-                                           if args.quick else Path("docs/research/results/curves"))
-    out.mkdir(parents=True, exist_ok=True)
+    args, out = harness_args(argv, __doc__, "2 problems, W = 4, 2 seeds", "curves",
+                             problems=list(PROBLEMS), methods=list(METHODS))
     if not args.report_only:
         problems = args.problems or (["crossing", "plateau"] if args.quick else list(PROBLEMS))
         methods = [m for m in (args.methods or METHODS) if available(m) or

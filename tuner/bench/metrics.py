@@ -27,11 +27,8 @@ def sample_mean_se(values: Iterable[float]) -> tuple[float, float, int]:
     v = np.array([x for x in values if np.isfinite(x)], dtype=float)
     if v.size == 0:
         return math.nan, math.nan, 0
-    return (
-        float(v.mean()),
-        float(v.std(ddof=1) / math.sqrt(v.size)) if v.size > 1 else math.nan,
-        v.size,
-    )
+    return (float(v.mean()), float(v.std(ddof=1) / math.sqrt(v.size)) if v.size > 1 else math.nan,
+            v.size)
 
 
 GRID_POINTS = 41          # best-feasible curve on 0, H/40, ..., H

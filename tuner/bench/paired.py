@@ -71,12 +71,8 @@ def table(cells: dict[Cell, list[dict[str, Any]]], base: str,
             continue
         limited = constrained(cells, p, w)
         for q in FRACTIONS:
-            row = [
-                p,
-                str(w),
-                f"H/{round(1 / q)}" if q < 1 else "H",
-                fmt(median_best(ref, q)) + over(ref, q, limited),
-            ]
+            row = [p, str(w), f"H/{round(1 / q)}" if q < 1 else "H",
+                   fmt(median_best(ref, q)) + over(ref, q, limited)]
             for m in variants:
                 rows = cells.get((p, w, m))
                 if not rows:
@@ -91,9 +87,8 @@ def table(cells: dict[Cell, list[dict[str, Any]]], base: str,
 
 
 def main(argv: Sequence[str] | None = None) -> str:
-    ap = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("runs", nargs="+", help="runs.csv files of tuner.bench.compare")
     ap.add_argument("--base", default="tuner", help="the reference method (default: tuner)")
     ap.add_argument(

@@ -32,9 +32,8 @@ from .problems import Problem
 # this project's methods: Optimizer overrides.  ``tuner`` is the default Settings() as is; the
 # others are paper 001's algorithms and 003's CBO on the paper-exact settings (tuner.PAPER_EXACT).
 PAPER = by_name(PAPER_EXACT)    # by name: a variant names a switch at the top
-DEFAULT = {
-    k: v for k, v in Settings().flat().items() if k in (*by_name(PAPER_EXACT), "censor_noise")
-}
+DEFAULT = {k: v for k,
+           v in Settings().flat().items() if k in (*by_name(PAPER_EXACT), "censor_noise")}
 STUDY = {**DEFAULT, **STUDY_OPTIMIZER_DEFAULTS}      # what a study (tuner run, TunerSearch) runs
 # a study's defaults, 2026-11-26
 STUDY_2026_11_26 = {"output_warp": "copula", "kernel": "matern52"}
@@ -107,37 +106,21 @@ ABLATION: dict[str, dict[str, Any]] = {
         "n_initial": 6,
         "refit_dense_until": 200,
     },
-    "default-mi6-refit-r3": {
-        **DEFAULT,
-        "kernel": "matern52",
-        "n_initial": 6,
-        "refit_dense_until": 200,
-        "fit_restarts": 3,
-    },
+    "default-mi6-refit-r3": {**DEFAULT, "kernel": "matern52", "n_initial": 6,
+                             "refit_dense_until": 200, "fit_restarts": 3},
     "default-mi6-r3": {**DEFAULT, "kernel": "matern52", "n_initial": 6, "fit_restarts": 3},
     # a setting given as a function of the problem: one start-up point more than parameters
     "default-init-d1": {**DEFAULT, "n_initial": lambda p: len(p.space) + 1},
-    "default-matern-init-d1": {
-        **DEFAULT,
-        "kernel": "matern52",
-        "n_initial": lambda p: len(p.space) + 1,
-    },
+    "default-matern-init-d1": {**DEFAULT, "kernel": "matern52",
+                               "n_initial": lambda p: len(p.space) + 1},
     "default-matern-gse": {**DEFAULT, "kernel": "matern52", "constraint_kernel": "se"},
-    "default-matern-gse-d1": {
-        **DEFAULT,
-        "kernel": "matern52",
-        "constraint_kernel": "se",
-        "n_initial": lambda p: len(p.space) + 1,
-    },
+    "default-matern-gse-d1": {**DEFAULT, "kernel": "matern52", "constraint_kernel": "se",
+                              "n_initial": lambda p: len(p.space) + 1},
     "default-kauto": {**DEFAULT, "kernel": "auto"},
     "default-until-result": {**DEFAULT, "startup_until_result": True},
-    "default-matern-d1-until": {
-        **DEFAULT,
-        "kernel": "matern52",
-        "constraint_kernel": "se",
-        "n_initial": lambda p: len(p.space) + 1,
-        "startup_until_result": True,
-    },
+    "default-matern-d1-until": {**DEFAULT, "kernel": "matern52", "constraint_kernel": "se",
+                                "n_initial": lambda p: len(p.space) + 1,
+                                "startup_until_result": True},
     "default-kauto-d1": {**DEFAULT, "kernel": "auto", "n_initial": lambda p: len(p.space) + 1},
     # large studies: copies of running trials allowed, as before running_correlation
     "default-copies": {**DEFAULT, "running_correlation": None},
@@ -146,12 +129,8 @@ ABLATION: dict[str, dict[str, Any]] = {
     # log EI on the censored GP instead of the UCB (a candidate default)
     "default-ei": {**DEFAULT, "algorithm": "gp-ei-sdf"},
     "default-ei-matern": {**DEFAULT, "algorithm": "gp-ei-sdf", "kernel": "matern52"},
-    "default-ei-matern-gse": {
-        **DEFAULT,
-        "algorithm": "gp-ei-sdf",
-        "kernel": "matern52",
-        "constraint_kernel": "se",
-    },
+    "default-ei-matern-gse": {**DEFAULT, "algorithm": "gp-ei-sdf", "kernel": "matern52",
+                              "constraint_kernel": "se"},
     "default-copula": {**DEFAULT, "output_warp": "copula"},
     "default-copula-matern": COPULA_MATERN,
     # the study defaults of 2026-11-26 with less or more exploration (W = 16, where TPE leads)
@@ -174,12 +153,8 @@ ABLATION: dict[str, dict[str, Any]] = {
     "study-believe3": {**FLOOR, "believe_past": 3},
     "study-believe0": {**FLOOR, "believe_past": 0},
     "study-finish": {**FLOOR, "believe_past": 3, "finish_by_deadline": True},
-    "study-idle": {
-        **FLOOR,
-        "believe_past": 3,
-        "finish_by_deadline": True,
-        "idle_near_deadline": True,
-    },
+    "study-idle": {**FLOOR, "believe_past": 3, "finish_by_deadline": True,
+                   "idle_near_deadline": True},
     "study-ts-believe3": {**FLOOR, "algorithm": "gp-ts-sdf", "believe_past": 3},
     # the Optimizer's defaults, running trials believed past 3 running
     "default-believe3": {**DEFAULT, "believe_past": 3},
@@ -316,14 +291,9 @@ class OptunaAdapter(Adapter):
             trial.set_user_attr("constraint", g)
         self.study.tell(trial, float(value))
 
-    def fail(
-        self,
-        trial_id: int,
-        reason: str = "failed",
-        metrics: Mapping[str, float] | None = None,
-        finish_time: float | None = None,
-        status: str = "FAILED",
-    ) -> None:
+    def fail(self, trial_id: int, reason: str = "failed",
+             metrics: Mapping[str, float] | None = None, finish_time: float | None = None,
+             status: str = "FAILED") -> None:
         self.study.tell(self._told(trial_id, finish_time), state=self._optuna.trial.TrialState.FAIL)
 
 
@@ -354,14 +324,9 @@ class SyneTuneAdapter(Adapter):
              finish_time: float | None = None) -> None:
         self.scheduler.tell(self._told(trial_id, finish_time), {"y": float(value)})
 
-    def fail(
-        self,
-        trial_id: int,
-        reason: str = "failed",
-        metrics: Mapping[str, float] | None = None,
-        finish_time: float | None = None,
-        status: str = "FAILED",
-    ) -> None:
+    def fail(self, trial_id: int, reason: str = "failed",
+             metrics: Mapping[str, float] | None = None, finish_time: float | None = None,
+             status: str = "FAILED") -> None:
         trial = self._told(trial_id, finish_time)
         self.scheduler.base_scheduler.on_trial_error(trial)
 
@@ -421,9 +386,8 @@ def make_method(method: str, problem: Problem, seed: int) -> Any:
         cons = [problem.constraint] if problem.constraint and method != "random" else []
         settings = PROJECT[method] if method in PROJECT else ABLATION[method]
         settings = {k: v(problem) if callable(v) else v for k, v in settings.items()}
-        return Optimizer(
-            problem.space, Settings.from_dict({**settings, "seed": seed, "constraints": cons})
-        )
+        return Optimizer(problem.space,
+                         Settings.from_dict({**settings, "seed": seed, "constraints": cons}))
     if method == "optuna-tpe":
         return OptunaAdapter(problem, "tpe", seed)
     if method == "optuna-gp":

@@ -39,13 +39,9 @@ def plot_problem(cells: dict[tuple[str, int, str], list[dict[str, Any]]], proble
             style = "--" if m in PEERS else ("-" if m != "random" else ":")
             line, = ax.plot(x, np.where(np.isfinite(med), med, np.nan), style, label=m,
                             color=f"C{i}", lw=2.0 if m == "tuner" else 1.2)
-            ax.fill_between(
-                x,
-                np.where(np.isfinite(lo), lo, np.nan),
-                np.where(np.isfinite(hi), hi, np.nan),
-                color=line.get_color(),
-                alpha=0.08,
-            )
+            ax.fill_between(x, np.where(np.isfinite(lo), lo, np.nan),
+                            np.where(np.isfinite(hi), hi, np.nan), color=line.get_color(),
+                            alpha=0.08)
         if f_opt is not None:
             ax.axhline(f_opt, color="k", lw=0.6, alpha=0.5)
         n = sorted({len(rs) for (p, ww, _), rs in cells.items() if p == problem and ww == w})

@@ -41,17 +41,15 @@ class Algorithm:
 
 ALGORITHMS: dict[str, Algorithm] = {
     a.name: a
-    for a in (
-        Algorithm("gp-ucb-sdf", "ucb", "censor", True),
-        Algorithm("gp-ts-sdf", "ts", "censor", True),
-        Algorithm("randgp-ucb", "rand", "censor", True),
-        Algorithm("gp-ei-sdf", "ei", "censor", False),
-        Algorithm("gp-ucb", "ucb", "ignore", False),
-        Algorithm("gp-bucb", "ucb", "hallucinate", False),
-        Algorithm("gp-bts", "ts", "hallucinate", False),
-        Algorithm("asy-ts", "ts", "ignore", False),
-        Algorithm("random", "random", "ignore", False),
-    )
+    for a in (Algorithm("gp-ucb-sdf", "ucb", "censor", True),
+              Algorithm("gp-ts-sdf", "ts", "censor", True),
+              Algorithm("randgp-ucb", "rand", "censor", True),
+              Algorithm("gp-ei-sdf", "ei", "censor", False),
+              Algorithm("gp-ucb", "ucb", "ignore", False),
+              Algorithm("gp-bucb", "ucb", "hallucinate", False),
+              Algorithm("gp-bts", "ts", "hallucinate", False),
+              Algorithm("asy-ts", "ts", "ignore", False),
+              Algorithm("random", "random", "ignore", False))
 }
 
 

@@ -111,16 +111,9 @@ class Chooser:
         self.scale.choose(done, self.objective, self.view.X, self.n_initial, self.subset_active)
         post = self.objective_view(done, self.censored(done))
         beta = self.exploration.beta_t(self.objective.gp_all, t)
-        nu = self.exploration.nu(
-            post=post,
-            trials=self.ledger.trials,
-            running=self.ledger.live.values(),
-            m=m,
-            now=now,
-            t=t,
-            beta=beta,
-            bound=s.research.exploration.b_y,
-        )
+        nu = self.exploration.nu(post=post, trials=self.ledger.trials,
+                                 running=self.ledger.live.values(), m=m, now=now, t=t, beta=beta,
+                                 bound=s.research.exploration.b_y)
         kind = algo.estimate
         if z is not None and s.research.search.new_context == "mean" and self.contexts.is_new(
                 z, self.ledger.trials, done):

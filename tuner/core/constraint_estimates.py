@@ -41,26 +41,12 @@ class ConstraintEstimates:
         rng: the optimizer's random generator (Thompson draws of g).
     """
 
-    def __init__(
-        self,
-        settings: Settings,
-        constraints: list[Constraint],
-        models: list[CensoredModel],
-        handler: Handler,
-        samplers: Mapping[str, Sampler],
-        ledger: TrialLedger,
-        view: PosteriorView,
-        exploration: Exploration,
-        space: SearchSpace,
-        algorithm: Algorithm,
-        rng: np.random.Generator,
-    ):
-        self.settings, self.constraints, self.models, self.handler = (
-            settings,
-            constraints,
-            models,
-            handler,
-        )
+    def __init__(self, settings: Settings, constraints: list[Constraint],
+                 models: list[CensoredModel], handler: Handler, samplers: Mapping[str, Sampler],
+                 ledger: TrialLedger, view: PosteriorView, exploration: Exploration,
+                 space: SearchSpace, algorithm: Algorithm, rng: np.random.Generator):
+        self.settings, self.constraints, self.models, self.handler = (settings, constraints, models,
+                                                                      handler)
         self.samplers = dict(samplers)
         need = [c.metric for c in constraints if c.observable]
         if sorted(self.samplers) != sorted(need):
@@ -120,16 +106,9 @@ class ConstraintEstimates:
         post_g = self.posterior(j, m, now)
         beta_g = s.research.exploration.beta_g
         beta = float(beta_g) if beta_g is not None else beta_t
-        nu_g = self.exploration.nu(
-            post=post_g,
-            trials=self.ledger.trials,
-            running=self.ledger.live.values(),
-            m=m,
-            now=now,
-            t=t,
-            beta=beta,
-            bound=s.research.exploration.b_c,
-        )  # v_t^g, 004 §5
+        nu_g = self.exploration.nu(post=post_g, trials=self.ledger.trials,
+                                   running=self.ledger.live.values(), m=m, now=now, t=t, beta=beta,
+                                   bound=s.research.exploration.b_c)  # v_t^g, 004 §5
         if self.handler.g_estimate in SHIFTS:
             return acq.shifted(post_g, SHIFTS[self.handler.g_estimate] * nu_g)
         if self.handler.g_estimate == "pof":

@@ -74,13 +74,10 @@ from .fields import Field, check_section
 from .trial import Status, Trial
 
 CONSTRAINT_TYPES = ("budget", "upper")
-CONSTRAINT_FIELDS = {
-    "metric": Field((str,), required=True),
-    "limit": Field((float,), required=True, finite=True),
-    "type": Field((str,), "budget", CONSTRAINT_TYPES),
-    "runtime": Field((bool,), False),
-    "observable": Field((bool,), False),
-}
+CONSTRAINT_FIELDS = {"metric": Field((str,), required=True),
+                     "limit": Field((float,), required=True, finite=True),
+                     "type": Field((str,), "budget", CONSTRAINT_TYPES),
+                     "runtime": Field((bool,), False), "observable": Field((bool,), False)}
 SHIFTS = {"lcb": -1.0, "mean": 0.0, "ucb": 1.0}     # g_t = mu + shift x nu sigma (RPOL's option g)
 LOG_FLOOR = 0.05   # a log-scale budget reads value / limit below this as this (g >= -3.0)
 

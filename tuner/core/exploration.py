@@ -26,9 +26,8 @@ def make_beta(s: Settings, dim: int, domain_size: int | None) -> Callable[[int, 
     if s.research.exploration.beta_schedule == "constant":
         return acq.beta_constant(s.beta)
     if s.research.exploration.beta_schedule == "srinivas-finite":
-        return acq.beta_srinivas_finite(
-            domain_size if domain_size is not None else 1000**dim, s.research.exploration.delta
-        )
+        return acq.beta_srinivas_finite(domain_size if domain_size is not None else 1000**dim,
+                                        s.research.exploration.delta)
     if s.research.exploration.beta_schedule == "srinivas-continuous":
         return acq.beta_srinivas_continuous(dim, s.research.exploration.delta)
     return acq.beta_sdf(b_y=s.research.exploration.b_y, delta=s.research.exploration.delta)

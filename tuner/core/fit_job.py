@@ -44,15 +44,10 @@ class FitJob:
     groups: np.ndarray | None
 
     def state_dict(self) -> dict[str, Any]:
-        return {
-            "ids": list(self.ids),
-            "y": [float(v) for v in self.y],
-            "start": self.start.to_dict(),
-            "seed": self.seed,
-            "kernels": [k.name for k in self.kernels],
-            "restarts": self.restarts,
-            "prior": self.prior,
-        }
+        return {"ids": list(self.ids), "y": [float(v) for v in self.y],
+                "start": self.start.to_dict(), "seed": self.seed,
+                "kernels": [k.name for k in self.kernels], "restarts": self.restarts,
+                "prior": self.prior}
 
 
 def fit_best(kernels: Sequence[Kernel], X: np.ndarray, y: np.ndarray, start: Hyperparameters,
@@ -61,17 +56,8 @@ def fit_best(kernels: Sequence[Kernel], X: np.ndarray, y: np.ndarray, start: Hyp
     """Each kernel fit in turn (``gp.fit_and_score``); the hyperparameters of the one of highest
     evidence (the first on ties), and its index."""
     fits = [
-        fit_and_score(
-            kernel=k,
-            X=X,
-            y=y,
-            start=start,
-            rng=rng,
-            bounds=bounds,
-            n_restarts=restarts,
-            lengthscale_prior=prior,
-            groups=groups,
-        )
+        fit_and_score(kernel=k, X=X, y=y, start=start, rng=rng, bounds=bounds, n_restarts=restarts,
+                      lengthscale_prior=prior, groups=groups)
         for k in kernels
     ]
     best = min(range(len(fits)), key=lambda i: fits[i][1])
@@ -80,17 +66,9 @@ def fit_best(kernels: Sequence[Kernel], X: np.ndarray, y: np.ndarray, start: Hyp
 
 def run_fit(job: FitJob) -> tuple[Hyperparameters, int]:
     """The job's fit (``fit_best``, restarts drawn from the job's seed)."""
-    return fit_best(
-        kernels=job.kernels,
-        X=job.X,
-        y=job.y,
-        start=job.start,
-        rng=np.random.default_rng(job.seed),
-        bounds=job.bounds,
-        restarts=job.restarts,
-        prior=job.prior,
-        groups=job.groups,
-    )
+    return fit_best(kernels=job.kernels, X=job.X, y=job.y, start=job.start,
+                    rng=np.random.default_rng(job.seed), bounds=job.bounds, restarts=job.restarts,
+                    prior=job.prior, groups=job.groups)
 
 
 class PendingFit:

@@ -175,15 +175,9 @@ def fit_and_score(kernel: Kernel, X: np.ndarray, y: np.ndarray, start: Hyperpara
     starts = [theta0] + [lo + rng.random(len(lo)) * (hi - lo) for _ in range(n_restarts)]
     best_theta, best_val = theta0, np.inf
     for th in starts:
-        res = minimize(
-            _posterior_objective,
-            th,
-            args=(kernel, S, y, lengthscale_prior, context, level),
-            jac=True,
-            method="L-BFGS-B",
-            bounds=box,
-            options={"maxiter": 200},
-        )
+        res = minimize(_posterior_objective, th,
+                       args=(kernel, S, y, lengthscale_prior, context, level), jac=True,
+                       method="L-BFGS-B", bounds=box, options={"maxiter": 200})
         if np.isfinite(res.fun) and res.fun < best_val:
             best_theta, best_val = res.x, res.fun
     ls = np.exp(best_theta[1:1 + d])

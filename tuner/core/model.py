@@ -142,32 +142,16 @@ class CensoredModel:
         # the kernel in use first, so a single kernel fits exactly as before
         order = sorted(self.kernels, key=lambda k: k is not self.gp_all.kernel)
         if deferred:
-            job = FitJob(
-                kernels=order,
-                X=X,
-                y=y[idx],
-                ids=[done[i].trial_id for i in idx],
-                start=self.gp_all.hyper,
-                seed=int(rng.integers(2**63 - 1)),
-                bounds=self.bounds,
-                restarts=restarts,
-                prior=lengthscale_prior,
-                groups=self.groups,
-            )
+            job = FitJob(kernels=order, X=X, y=y[idx], ids=[done[i].trial_id for i in idx],
+                         start=self.gp_all.hyper, seed=int(rng.integers(2**63 - 1)),
+                         bounds=self.bounds, restarts=restarts, prior=lengthscale_prior,
+                         groups=self.groups)
             self.deferred = PendingFit(job, pool)
             return applied
         self.deferred = None
-        hyper, best = fit_best(
-            kernels=order,
-            X=X,
-            y=y[idx],
-            start=self.gp_all.hyper,
-            rng=rng,
-            bounds=self.bounds,
-            restarts=restarts,
-            prior=lengthscale_prior,
-            groups=self.groups,
-        )
+        hyper, best = fit_best(kernels=order, X=X, y=y[idx], start=self.gp_all.hyper, rng=rng,
+                               bounds=self.bounds, restarts=restarts, prior=lengthscale_prior,
+                               groups=self.groups)
         self._apply(hyper, order[best])
         return True
 

@@ -302,14 +302,9 @@ class Optimizer:
         trial.metrics.update({k: float(v) for k, v in (metrics or {}).items()
                               if math.isfinite(float(v))})
 
-    def fail(
-        self,
-        trial_id: int,
-        reason: str = "failed",
-        metrics: Mapping[str, float] | None = None,
-        finish_time: float | None = None,
-        status: Status | str = Status.FAILED,
-    ) -> None:
+    def fail(self, trial_id: int, reason: str = "failed",
+             metrics: Mapping[str, float] | None = None, finish_time: float | None = None,
+             status: Status | str = Status.FAILED) -> None:
         """A trial that raised (FAILED), was stopped (TIMED_OUT, STOPPED) or killed (KILLED):
         objective censored for good (at its last reported value, ``report``, if it has one).
 

@@ -136,9 +136,8 @@ class Settings:
             )
 
     def _validate_constraints(self, p: str, algorithm: str) -> None:
-        cons = [
-            Constraint.from_dict(c, f"{p}constraints[{i}]") for i, c in enumerate(self.constraints)
-        ]
+        cons = [Constraint.from_dict(c, f"{p}constraints[{i}]") for i,
+                c in enumerate(self.constraints)]
         metrics = [c.metric for c in cons]
         if len(set(metrics)) < len(metrics):
             raise ValueError(f"{p}constraints: each metric may be constrained once (got {metrics})")

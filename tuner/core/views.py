@@ -58,19 +58,13 @@ class PosteriorView:
         s = self.settings
         model.sync(done)
         if refit and self.algorithm.estimate != "random":
-            model.maybe_refit(
-                done=done,
-                y=targets(done),
-                every=s.refit_every,
-                max_points=s.research.fitting.fit_max_points,
-                restarts=s.research.fitting.fit_restarts,
-                rng=rng,
-                dense_until=s.research.fitting.refit_dense_until,
-                lengthscale_prior=s.research.fitting.lengthscale_prior,
-                growth=s.research.fitting.refit_growth,
-                defer=s.research.fitting.refit_apply == "next",
-                pool=self.fit_pool,
-            )
+            model.maybe_refit(done=done, y=targets(done), every=s.refit_every,
+                              max_points=s.research.fitting.fit_max_points,
+                              restarts=s.research.fitting.fit_restarts, rng=rng,
+                              dense_until=s.research.fitting.refit_dense_until,
+                              lengthscale_prior=s.research.fitting.lengthscale_prior,
+                              growth=s.research.fitting.refit_growth,
+                              defer=s.research.fitting.refit_apply == "next", pool=self.fit_pool)
         soft = s.research.censored.censoring == "soft" and self.algorithm.pending == "censor"
         if s.sliding_window:
             recent = list(trials[-int(s.sliding_window):])
@@ -149,8 +143,7 @@ class PosteriorView:
                     if blend:
                         known = 1.0 - np.clip(var / gp.hyper.amplitude, 0.0, 1.0)
                         y_min = yc[believed]
-                        mean = np.where(
-                            running[believed], y_min + known * np.maximum(mean - y_min, 0.0), mean
-                        )
+                        mean = np.where(running[believed],
+                                        y_min + known * np.maximum(mean - y_min, 0.0), mean)
                     yc[believed] = mean
         return soft_view(gp, y_done, Xc, yc, self.settings.research.censored.censor_noise)

@@ -48,17 +48,8 @@ def loo_rank_score(kernel: Kernel, X: np.ndarray, y: np.ndarray, start: Hyperpar
     the median, with the hyperparameters fit to all of ``y`` (``centre``d on their mean, as the
     GP does with ``prior_mean: mean``)."""
     y = y - y.mean() if centre else y
-    hyper = fit_hyperparameters(
-        kernel=kernel,
-        X=X,
-        y=y,
-        start=start,
-        rng=rng,
-        bounds=bounds,
-        n_restarts=restarts,
-        lengthscale_prior=prior,
-        groups=groups,
-    )
+    hyper = fit_hyperparameters(kernel=kernel, X=X, y=y, start=start, rng=rng, bounds=bounds,
+                                n_restarts=restarts, lengthscale_prior=prior, groups=groups)
     mu = loo_means(kernel, hyper, X, y)
     top = y >= np.median(y)
     with warnings.catch_warnings():     # tied top scores (a plateau): rho is nan, read below
@@ -79,21 +70,10 @@ def warp_rule(output_warp: str, constrained: bool, contextual: bool) -> str:
     return "none-or-copula" if constrained or contextual else "tail-or-copula"
 
 
-def prefer_copula(
-    rule: str,
-    kernel: Kernel,
-    X: np.ndarray,
-    base: np.ndarray,
-    copula: np.ndarray,
-    start: Hyperparameters,
-    rng: np.random.Generator,
-    bounds: tuple[HyperBounds, HyperBounds],
-    restarts: int,
-    prior: bool,
-    groups: np.ndarray | None,
-    centre: bool,
-    margin: float,
-) -> bool:
+def prefer_copula(rule: str, kernel: Kernel, X: np.ndarray, base: np.ndarray, copula: np.ndarray,
+                  start: Hyperparameters, rng: np.random.Generator,
+                  bounds: tuple[HyperBounds, HyperBounds], restarts: int, prior: bool,
+                  groups: np.ndarray | None, centre: bool, margin: float) -> bool:
     """Whether to take the copula's targets ``copula`` over the plainer ``base`` (``bounds``: the
     two fits' boxes, base first), by the GPs' held-out rank correlations:
 
@@ -103,30 +83,10 @@ def prefer_copula(
       gain, a search not drawn to the diverged runs, decides);
     - ``tail-or-copula`` (``base`` the tail warp's, which already keeps the search off diverged
       runs): the copula only where its GP ranks better by more than ``margin``."""
-    plain = loo_rank_score(
-        kernel=kernel,
-        X=X,
-        y=base,
-        start=start,
-        rng=rng,
-        bounds=bounds[0],
-        restarts=restarts,
-        prior=prior,
-        groups=groups,
-        centre=centre,
-    )
-    warped = loo_rank_score(
-        kernel=kernel,
-        X=X,
-        y=copula,
-        start=start,
-        rng=rng,
-        bounds=bounds[1],
-        restarts=restarts,
-        prior=prior,
-        groups=groups,
-        centre=centre,
-    )
+    plain = loo_rank_score(kernel=kernel, X=X, y=base, start=start, rng=rng, bounds=bounds[0],
+                           restarts=restarts, prior=prior, groups=groups, centre=centre)
+    warped = loo_rank_score(kernel=kernel, X=X, y=copula, start=start, rng=rng, bounds=bounds[1],
+                            restarts=restarts, prior=prior, groups=groups, centre=centre)
     if rule == "tail-or-copula":
         return warped > plain + margin
     return not (plain >= WARP_CHOICE_RHO and plain > warped + margin)

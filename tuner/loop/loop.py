@@ -46,14 +46,9 @@ class AskTell(Protocol):
     def suggest(self) -> Any: ...      # an object with .trial_id and .config (also with context=)
     def tell(self, trial_id: int, value: float, metrics: Mapping[str, float] | None = None,
              finish_time: float | None = None) -> None: ...
-    def fail(
-        self,
-        trial_id: int,
-        reason: str = "failed",
-        metrics: Mapping[str, float] | None = None,
-        finish_time: float | None = None,
-        status: Status | str = Status.FAILED,
-    ) -> None: ...
+    def fail(self, trial_id: int, reason: str = "failed",
+             metrics: Mapping[str, float] | None = None, finish_time: float | None = None,
+             status: Status | str = Status.FAILED) -> None: ...
     def started(self, trial_id: int, now: float | None = None) -> None: ...
     def trials_to_stop(self, now: float | None = None) -> list[int]: ...
     def next_stop_time(self) -> float | None: ...
@@ -305,11 +300,8 @@ class StudyLoop:
         due = []
         if lim.trial_timeout is not None:
             due += [
-                (
-                    tid,
-                    Status.TIMED_OUT,
-                    f"ran longer than run.trial_timeout = {lim.trial_timeout:g} s",
-                )
+                (tid, Status.TIMED_OUT,
+                 f"ran longer than run.trial_timeout = {lim.trial_timeout:g} s")
                 for tid, start in self.running.items()
                 if now - start >= lim.trial_timeout
             ]

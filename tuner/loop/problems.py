@@ -43,9 +43,8 @@ class TestFunction:
     def space(self, names: Sequence[str] | None = None) -> dict[str, dict[str, Any]]:
         """The box as a search space, its coordinates named ``names`` (default x0, x1, ...)."""
         names = names or [f"x{i}" for i in range(self.dim)]
-        return {
-            n: {"type": "float", "low": lo, "high": hi} for n, (lo, hi) in zip(names, self.bounds)
-        }
+        return {n: {"type": "float", "low": lo, "high": hi} for n,
+                (lo, hi) in zip(names, self.bounds)}
 
     def of_config(self, names: Sequence[str] | None = None) -> Callable[[Mapping[str, Any]], float]:
         """The function of a configuration whose coordinates are named ``names``."""
@@ -77,12 +76,8 @@ class Hartmann(TestFunction):
         * np.array([[3689, 1170, 2673], [4699, 4387, 7470], [1091, 8732, 5547], [381, 5743, 8828]]),
         6: 1e-4
         * np.array(
-            [
-                [1312, 1696, 5569, 124, 8283, 5886],
-                [2329, 4135, 8307, 3736, 1004, 9991],
-                [2348, 1451, 3522, 2883, 3047, 6650],
-                [4047, 8828, 8732, 5743, 1091, 381],
-            ]
+            [[1312, 1696, 5569, 124, 8283, 5886], [2329, 4135, 8307, 3736, 1004, 9991],
+             [2348, 1451, 3522, 2883, 3047, 6650], [4047, 8828, 8732, 5743, 1091, 381]]
         ),
     }
     _OPT = {3: 3.86278, 6: 3.32237}

@@ -233,21 +233,12 @@ class _Statuses(LoopCallback):
         self.status[outcome.trial_id] = outcome.status
 
 
-def simulate(
-    optimizer: Optimizer | AskTell,
-    objective: Callable[[Mapping[str, Any]], Any],
-    delay: DelayModel,
-    n_trials: int,
-    workers: int | None = None,
-    noise_std: float = 0.0,
-    seed: int = 0,
-    f_opt: float | None = None,
-    progress: Callable[[int], None] | None = None,
-    metric_noise: float = 0.0,
-    time_limit: float | None = None,
-    fidelity: Fidelity | None = None,
-    stopping: Sequence[StoppingRule] = (),
-) -> SimulationResult:
+def simulate(optimizer: Optimizer | AskTell, objective: Callable[[Mapping[str, Any]], Any],
+             delay: DelayModel, n_trials: int, workers: int | None = None, noise_std: float = 0.0,
+             seed: int = 0, f_opt: float | None = None,
+             progress: Callable[[int], None] | None = None, metric_noise: float = 0.0,
+             time_limit: float | None = None, fidelity: Fidelity | None = None,
+             stopping: Sequence[StoppingRule] = ()) -> SimulationResult:
     """Run ``n_trials`` queries through ``StudyLoop`` on a ``SimulatedBackend`` (its clock is
     installed as the optimizer's clock).
 
@@ -269,17 +260,10 @@ def simulate(
     loop.run()
     b = backend
     status = np.array([record.status[tid] for tid in b.index], dtype=object)
-    return SimulationResult(
-        configs=b.configs,
-        f_true=np.array(b.f_true),
-        start=np.array(b.start),
-        finish=np.array(b.finish),
-        f_opt=f_opt,
-        suggest_seconds=np.array(loop.suggest_seconds),
-        optimizer=optimizer,
-        metrics_true=b.metrics_true,
-        status=status,
-    )
+    return SimulationResult(configs=b.configs, f_true=np.array(b.f_true), start=np.array(b.start),
+                            finish=np.array(b.finish), f_opt=f_opt,
+                            suggest_seconds=np.array(loop.suggest_seconds), optimizer=optimizer,
+                            metrics_true=b.metrics_true, status=status)
 
 
 @dataclass

@@ -50,12 +50,8 @@ class SaveState(LoopCallback):
         self.state_file.save(
             self.study.cfg.resolved,
             self.study.optimizer,
-            {
-                "elapsed_before": self.study.elapsed(),
-                "busy_seconds": s.busy_seconds,
-                "run_id": s.run_id,
-                "curves": self.study.unlogged_curves(),
-            },
+            {"elapsed_before": self.study.elapsed(), "busy_seconds": s.busy_seconds,
+             "run_id": s.run_id, "curves": self.study.unlogged_curves()},
             s.where,
             new,
             whole=whole,

@@ -133,11 +133,8 @@ def load_study(source: str | Path | Mapping[str, Any],
     except ValueError as exc:
         raise ConfigError(str(exc)) from exc
     objective = Objective(
-        **check_section(
-            "objective",
-            top["objective"],
-            {**OBJECTIVE_SCHEMA, "metric": Field((str,), trainable.objective)},
-        )
+        **check_section("objective", top["objective"],
+                        {**OBJECTIVE_SCHEMA, "metric": Field((str,), trainable.objective)})
     )
     budget = _budget_section(top["budget"]) if top["budget"] else None
     run = _run_section(top["run"])

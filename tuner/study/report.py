@@ -122,17 +122,10 @@ def finish(study: Study, table: TrialTable, tracker: Tracker, progress: Progress
             else ""
         )
     )
-    return StudyResult(
-        status=status,
-        optimizer=study.optimizer,
-        where=study.session.where,
-        run_id=run_id,
-        directory=cfg.directory,
-        elapsed=elapsed,
-        utilization=snap.utilization,
-        unlogged=unlogged,
-        diagnosis=failure or (None if finished else diagnosis(study)),
-    )
+    return StudyResult(status=status, optimizer=study.optimizer, where=study.session.where,
+                       run_id=run_id, directory=cfg.directory, elapsed=elapsed,
+                       utilization=snap.utilization, unlogged=unlogged,
+                       diagnosis=failure or (None if finished else diagnosis(study)))
 
 
 def _plots(study: Study, rows: list[dict[str, Any]], progress: Progress) -> list[Path]:
@@ -146,16 +139,9 @@ def _plots(study: Study, rows: list[dict[str, Any]], progress: Progress) -> list
         records = [study.record(tid) for tid in study.ended()]
         curves = read_curves(cfg.directory / CURVES_CSV, key) if cfg.fidelity else None
         return [
-            *study_plots(
-                records,
-                cfg.directory,
-                key,
-                limit,
-                cfg.objective.mode,
-                runtime_metric=cfg.budget.metric if cfg.budget else "runtime",
-                curves=curves,
-                fidelity=cfg.fidelity.metric if cfg.fidelity else "step",
-            ),
+            *study_plots(records, cfg.directory, key, limit, cfg.objective.mode,
+                         runtime_metric=cfg.budget.metric if cfg.budget else "runtime",
+                         curves=curves, fidelity=cfg.fidelity.metric if cfg.fidelity else "step"),
             *space_plots(rows, cfg.space, key, cfg.objective.mode, cfg.directory, limit),
         ]
     except Exception as exc:  # a plot must never cost the study its results

@@ -53,15 +53,8 @@ from .report import StudyResult, banner, finish
 from .state import StudyStateFile
 from .study import Session, Study
 from .tracking import LogToTracker, Tracker, log_budget, study_params
-from .warm import (
-    Carried,
-    Earlier,
-    ReadTracker,
-    carry,
-    context_space,
-    earlier_studies,
-    study_context,
-)
+from .warm import (Carried, Earlier, ReadTracker, carry, context_space, earlier_studies,
+                   study_context)
 
 # Parts of the resolved config that define the study; the rest (limits, addresses) may change
 # between sessions of one study.
@@ -81,10 +74,8 @@ def at_defaults(keys: list[str], now: dict[str, Any], context: bool = False) -> 
     """Every one of these optimizer settings is at today's study default (with or without a
     ``context``): a resumed study whose saved settings differ only there differs because a
     default changed since it started, not because the user asked for it."""
-    defaults = {
-        **by_name(Settings().to_dict()),
-        **study_optimizer_defaults(now.get("algorithm"), context),
-    }
+    defaults = {**by_name(Settings().to_dict()),
+                **study_optimizer_defaults(now.get("algorithm"), context)}
     return all(k in defaults and _text(now.get(k)) == _text(defaults[k]) for k in keys)
 
 
@@ -280,9 +271,8 @@ class StudyRunner:
                                   f"{DEFAULT_STUDY['budget']['metric']})")
         elif cfg.budget_pending and old_budget.get("seconds") is not None:
             # a relative budget keeps the limit measured when the study started
-            self.cfg = cfg = cfg.with_budget(
-                old_budget["seconds"], old_budget.get("reference_seconds")
-            )
+            self.cfg = cfg = cfg.with_budget(old_budget["seconds"],
+                                             old_budget.get("reference_seconds"))
         return cfg
 
     def _new_optimizer(self) -> Optimizer:
@@ -333,12 +323,8 @@ class StudyRunner:
                     self.logger,
                     fail_fast,
                     NothingFitsWarning(study, progress),
-                    ShowProgress(
-                        study,
-                        progress,
-                        rules,
-                        self.cfg.fidelity.metric if self.cfg.fidelity else "step",
-                    ),
+                    ShowProgress(study, progress, rules,
+                                 self.cfg.fidelity.metric if self.cfg.fidelity else "step"),
                 ],
                 should_stop=stop,
                 fidelity=self.cfg.fidelity,

@@ -155,14 +155,13 @@ SECTIONS = {"objective": OBJECTIVE_SCHEMA, "budget": BUDGET_SCHEMA, "run": RUN_S
             "early_stopping": EARLY_STOPPING_SCHEMA}
 
 # command-line flag -> (section, key)
-RUN_OVERRIDES = {
-    "trials": ("run", "trials"), "max_concurrent": ("run", "max_concurrent"),
-    "wall_clock_limit": ("run", "wall_clock_limit"), "trial_timeout": ("run", "trial_timeout"),
-    "seed": ("run", "seed"), "budget": ("budget", "limit"), "address": ("ray", "address"),
-    "trainable": (None, "trainable"),
-    "tracking_uri": ("mlflow", "tracking_uri"), "algorithm": ("optimizer", "algorithm"),
-    "output": (None, "output"), "context": (None, "context"), "warm_start": (None, "warm_start"),
-}
+RUN_OVERRIDES = {"trials": ("run", "trials"), "max_concurrent": ("run", "max_concurrent"),
+                 "wall_clock_limit": ("run", "wall_clock_limit"),
+                 "trial_timeout": ("run", "trial_timeout"), "seed": ("run", "seed"),
+                 "budget": ("budget", "limit"), "address": ("ray", "address"),
+                 "trainable": (None, "trainable"), "tracking_uri": ("mlflow", "tracking_uri"),
+                 "algorithm": ("optimizer", "algorithm"), "output": (None, "output"),
+                 "context": (None, "context"), "warm_start": (None, "warm_start")}
 
 
 @dataclass(frozen=True)

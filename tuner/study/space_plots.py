@@ -177,16 +177,8 @@ def timeline_plot(rows: Sequence[Row], path: Path, budget: float | None = None) 
         color, _ = _STATUS_STYLE.get(st, ("tab:gray", "."))
         if st == "FINISHED" and r.get("over_budget"):
             st, color = "FINISHED over budget", "tab:pink"
-        ax.barh(
-            y,
-            clock(r["finish"]) - clock(r["start"]),
-            left=clock(r["start"]),
-            height=0.7,
-            color=color,
-            alpha=0.8,
-            edgecolor="white",
-            label=None if st in labelled else st,
-        )
+        ax.barh(y, clock(r["finish"]) - clock(r["start"]), left=clock(r["start"]), height=0.7,
+                color=color, alpha=0.8, edgecolor="white", label=None if st in labelled else st)
         labelled.add(st)
         if st == "TIMED_OUT" and r.get("over_budget"):
             ax.scatter([clock(r["finish"])], [y], marker="x", color="black", s=30, zorder=3,

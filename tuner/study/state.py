@@ -56,11 +56,9 @@ def read_study_state(path: str | os.PathLike) -> tuple[int, dict[str, Any]]:
             if change.get("generation") != generation:
                 continue
             trials.update((d["trial_id"], d) for d in change["trials"])
-            state["optimizer"] = {
-                **state["optimizer"],
-                **applied(state["optimizer"], change["optimizer"]),
-                "trials": list(trials.values()),
-            }
+            state["optimizer"] = {**state["optimizer"],
+                                  **applied(state["optimizer"], change["optimizer"]),
+                                  "trials": list(trials.values())}
             state["session"].update(change["session"])
             state["session"]["where"].update(change["where"])
     return version, state

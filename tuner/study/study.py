@@ -143,13 +143,7 @@ class Study:
         for key, value in {**self.session.where.get(trial_id, {}), "reason": tr.reason}.items():
             if value:
                 tags[key] = str(value)
-        return TrialRecord(
-            trial_id=trial_id,
-            params=dict(tr.config),
-            status=str(tr.status),
-            metrics=metrics,
-            tags=tags,
-            start_time=tr.start_time,
-            end_time=tr.finish_time or tr.start_time,
-            curve=self.curves.get(trial_id, []),
-        )
+        return TrialRecord(trial_id=trial_id, params=dict(tr.config), status=str(tr.status),
+                           metrics=metrics, tags=tags, start_time=tr.start_time,
+                           end_time=tr.finish_time or tr.start_time,
+                           curve=self.curves.get(trial_id, []))

@@ -218,9 +218,8 @@ def carried_correlation(optimizer: Optimizer, origin: str,
     it to ``context`` (``Optimizer.context_correlation``); None without contexts."""
     if context is None or optimizer.contexts is None:
         return None
-    theirs = next(
-        (tr.context for tr in optimizer.trials if tr.origin == origin and tr.context), None
-    )
+    theirs = next((tr.context for tr in optimizer.trials if tr.origin == origin and tr.context),
+                  None)
     return (
         None if theirs is None else (dict(theirs), optimizer.context_correlation(theirs, context))
     )

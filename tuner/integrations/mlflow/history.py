@@ -44,9 +44,8 @@ def read_study(name: str, cfg: StudyConfig) -> Earlier | None:
         spec = json.loads(p["space"])
         space = SearchSpace.from_dict(spec)
     except (KeyError, ValueError) as exc:
-        log.warning(
-            "MLflow run %s of study %s: no readable space (%s)", parent.info.run_id, name, exc
-        )
+        log.warning("MLflow run %s of study %s: no readable space (%s)", parent.info.run_id, name,
+                    exc)
         return None
     trials = []
     children = search_all(client, parent.info.experiment_id,

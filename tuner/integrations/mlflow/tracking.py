@@ -95,11 +95,8 @@ class StudyTracker:
         )
         self.experiment = experiment
         self.run_name = run_name
-        self.retries, self.backoff, self.probe_interval = (
-            max(int(retries), 0),
-            backoff,
-            probe_interval,
-        )
+        self.retries, self.backoff, self.probe_interval = (max(int(retries), 0), backoff,
+                                                           probe_interval)
         self.dir = Path(spool_dir)
         self.dir.mkdir(parents=True, exist_ok=True)
         self.parents = Parents(self.dir)
@@ -224,13 +221,8 @@ class StudyTracker:
         self._skipped_progress |= new_skips
         if not values and not new_skips:
             return
-        op = {
-            "op": "progress",
-            "parent": self._need_key(),
-            "step": int(step),
-            "time": _ms(timestamp),
-            "metrics": values,
-        }
+        op = {"op": "progress", "parent": self._need_key(), "step": int(step),
+              "time": _ms(timestamp), "metrics": values}
         if new_skips:
             op["tags"] = {"skipped_metrics": "non-finite values not logged: "
                           + ", ".join(sorted(self._skipped_progress))}
@@ -273,12 +265,8 @@ class StudyTracker:
         ``spool_dir`` (a resumed study), and a warning says where."""
         if self._key is not None:
             self._submit(
-                {
-                    "op": "end",
-                    "parent": self._key,
-                    "status": RUN_STATUS.get(status, status),
-                    "time": _ms(None),
-                }
+                {"op": "end", "parent": self._key, "status": RUN_STATUS.get(status, status),
+                 "time": _ms(None)}
             )
         left = self.flush()
         if left:

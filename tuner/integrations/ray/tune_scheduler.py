@@ -212,10 +212,8 @@ class TunerScheduler(FIFOScheduler):
         return TrialScheduler.STOP
 
     def on_trial_complete(self, tune_controller: Any, trial: Trial, result: dict) -> None:
-        step, value = (
-            _number((result or {}).get(self.time_attr)),
-            _number((result or {}).get(self._metric)),
-        )
+        step, value = (_number((result or {}).get(self.time_attr)),
+                       _number((result or {}).get(self._metric)))
         if trial.trial_id not in self.reasons and value is not None and step is not None \
                 and step >= self.max_t:
             self._finished(trial.trial_id, value)

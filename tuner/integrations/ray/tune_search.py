@@ -270,25 +270,15 @@ class TunerSearch(Searcher):
                                                num_samples=20, max_concurrent_trials=2))
     """
 
-    def __init__(
-        self,
-        space: Mapping[str, Any] | SearchSpace | None = None,
-        metric: str | None = None,
-        mode: str | None = None,
-        points_to_evaluate: list[dict] | None = None,
-        algorithm: str = "gp-ucb-sdf",
-        objective_bounds=None,
-        seed: int = 0,
-        budget: float | None = None,
-        budget_metric: str = "time_total_s",
-        time_attr: str = "training_iteration",
-        max_t: float | None = None,
-        evaluated_rewards: list | None = None,
-        context_space: Mapping[str, Any] | None = None,
-        context: Mapping[str, Any] | None = None,
-        time_budget_s: float | None = None,
-        **optimizer_settings: Any,
-    ):
+    def __init__(self, space: Mapping[str, Any] | SearchSpace | None = None,
+                 metric: str | None = None, mode: str | None = None,
+                 points_to_evaluate: list[dict] | None = None, algorithm: str = "gp-ucb-sdf",
+                 objective_bounds=None, seed: int = 0, budget: float | None = None,
+                 budget_metric: str = "time_total_s", time_attr: str = "training_iteration",
+                 max_t: float | None = None, evaluated_rewards: list | None = None,
+                 context_space: Mapping[str, Any] | None = None,
+                 context: Mapping[str, Any] | None = None, time_budget_s: float | None = None,
+                 **optimizer_settings: Any):
         if metric is not None and not isinstance(metric, str):
             raise ValueError(f"metric must be a single result key (got {metric!r}); TunerSearch "
                              "optimizes a single metric")
@@ -509,22 +499,11 @@ class TunerSearch(Searcher):
         point = _check_point(self._space, parameters, "add_evaluated_point(parameters)")
         config = {k: point[k] for k in self._space.names}
         origin = "add_evaluated_point"
-        if error:
-            self.optimizer.add_earlier(
-                config,
-                status=Status.FAILED,
-                context=context,
-                origin=origin,
-                reason="an earlier evaluation that failed (add_evaluated_point)",
-            )
-        elif pruned:
-            self.optimizer.add_earlier(
-                config,
-                status=Status.STOPPED,
-                context=context,
-                origin=origin,
-                reason="an earlier evaluation stopped early (add_evaluated_point)",
-            )
+        if error or pruned:
+            status, how = (Status.FAILED, "that failed") if error else (Status.STOPPED,
+                                                                          "stopped early")
+            self.optimizer.add_earlier(config, status=status, context=context, origin=origin,
+                                       reason=f"an earlier evaluation {how} (add_evaluated_point)")
         elif not math.isfinite(float(value)):
             self.optimizer.add_earlier(
                 config,
