@@ -109,6 +109,8 @@ class Settings:
     def __post_init__(self) -> None:
         if not isinstance(self.research, Research):
             self.research = Research.from_dict(self.research)
+        if isinstance(self.window, str) and self.window.lower() in ("inf", ".inf", "infinity"):
+            self.window = math.inf       # as ``to_dict`` writes it (strict JSON has no inf)
 
     def validate(self, where: str = "") -> None:
         """Check every setting and the rules between them; messages name the setting,
