@@ -116,9 +116,8 @@ def build(name: str, pool: Any, points: int | None, out_dir: Path, processes: in
     for i, r in enumerate(pool.imap(_evaluate, [(name, c) for c in configs], chunksize=2)):
         results.append(r)
         if (i + 1) % max(1, len(configs) // 10) == 0:
-            print(
-                f"  {name}: {i + 1}/{len(configs)} ({time.perf_counter() - t0:.0f} s)", flush=True
-            )
+            print(f"  {name}: {i + 1}/{len(configs)} ({time.perf_counter() - t0:.0f} s)",
+                  flush=True)
     seconds = time.perf_counter() - t0
     out_dir.mkdir(parents=True, exist_ok=True)
     write_table(out_dir / f"{name}.csv",
@@ -128,12 +127,10 @@ def build(name: str, pool: Any, points: int | None, out_dir: Path, processes: in
     acc = np.array([r[0] for r in results])
     meta = {
         "name": name,
-        "how": (
-            "one training run per grid point (trainables.get_trainable(name)(config, options, "
-            "seed)); cell-centred full grid in the unit-cube encoding of the space: level i of n "
-            "is u = (i + 0.5) / n, decoded (log scale where the space says log; integers "
-            "rounded, duplicates dropped); last parameter varies fastest"
-        ),
+        "how": ("one training run per grid point (trainables.get_trainable(name)(config, options, "
+                "seed)); cell-centred full grid in the unit-cube encoding of the space: level i "
+                "of n is u = (i + 0.5) / n, decoded (log scale where the space says log; integers "
+                "rounded, duplicates dropped); last parameter varies fastest"),
         "space": trainable.space,
         "levels": dict(zip(space.names, levels)),
         "n_points": len(configs),
@@ -144,11 +141,9 @@ def build(name: str, pool: Any, points: int | None, out_dir: Path, processes: in
         "accuracy_min": float(acc.min()),
         "argmax": configs[int(acc.argmax())],
         "build_seconds": round(seconds, 1),
-        "train_time": (
-            "seconds: min(wall time of the fit as the trainable measures it, CPU time "
-            "of the whole call); the build shares the machine, and a starved process's "
-            "wall clock counts time it did not run"
-        ),
+        "train_time": ("seconds: min(wall time of the fit as the trainable measures it, CPU time "
+                       "of the whole call); the build shares the machine, and a starved "
+                       "process's wall clock counts time it did not run"),
         "train_time_sum": round(float(sum(r[1] for r in results)), 1),
         "wall_fit_seconds_sum": round(float(sum(r[2] for r in results)), 1),
         "cpu_seconds_sum": round(float(sum(r[3] for r in results)), 1),
@@ -161,11 +156,8 @@ def build(name: str, pool: Any, points: int | None, out_dir: Path, processes: in
         "versions": _versions(),
     }
     (out_dir / f"{name}.json").write_text(json.dumps(meta, indent=1) + "\n")
-    print(
-        f"{name}: {len(configs)} points in {seconds:.0f} s, accuracy "
-        f"{acc.min():.4f}..{acc.max():.4f}",
-        flush=True,
-    )
+    print(f"{name}: {len(configs)} points in {seconds:.0f} s, accuracy "
+          f"{acc.min():.4f}..{acc.max():.4f}", flush=True)
     return meta
 
 

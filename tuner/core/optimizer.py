@@ -46,14 +46,14 @@ from .exploration import Exploration
 from .fit_job import Pool
 from .posterior import Posterior
 from .ledger import TrialLedger
-from .model import CensoredModel, model_factory
+from .model import model_factory
 from .persist import write_json
 from .scale import ObjectiveScale
 from .settings import Settings, overridden
 from .space import SearchSpace
 from .state import built_with, changing_state, restore, state_dict
 from .stops import StopRules
-from .trial import Status, Trial, mode_sign
+from .trial import Status, Trial, finite, mode_sign
 from .views import PosteriorView
 
 
@@ -121,7 +121,11 @@ class Optimizer:
             handler=make_handler(s.constraint_handler, len(self.constraints), s.handler_options),
             samplers=samplers or {}, ledger=self.ledger, view=self.view,
             exploration=self.exploration, space=self.space, algorithm=self.algorithm, rng=self.rng)
-        self.stops = StopRules(s, self.constraints, self.ledger)
+        # the constraint handler and models (``Settings.constraint_handler``)
+        self.handler, self.constraint_models = self.estimates.handler, self.estimates.models
+        # when the study ends, on this clock (the loop sets it; a session's own, not saved)
+        self.deadline: float | None = None
+        self.stops = StopRules(s, self.constraints, self.ledger, lambda: self.deadline)
         self.chooser = Chooser(settings=s, algorithm=self.algorithm, space=self.space,
                                contexts=self.contexts, domain=self.domain, window=self.window,
                                ledger=self.ledger, scale=self.scale, objective=self.objective,
@@ -139,24 +143,6 @@ class Optimizer:
     @property
     def running(self) -> list[Trial]:
         return self.ledger.running
-
-    @property
-    def handler(self) -> Any:
-        """The constraint handler (``Settings.constraint_handler``)."""
-        return self.estimates.handler
-
-    @property
-    def constraint_models(self) -> list[CensoredModel]:
-        return self.estimates.models
-
-    @property
-    def deadline(self) -> float | None:
-        """When the study ends, on this clock (the loop sets it; a session's own, not saved)."""
-        return self.stops.deadline
-
-    @deadline.setter
-    def deadline(self, when: float | None) -> None:
-        self.stops.deadline = when
 
     @property
     def n_initial(self) -> int:
@@ -299,8 +285,7 @@ class Optimizer:
         if elapsed is not None and progress > 0:     # its pace (``Trial.projected_runtime``)
             trial.pace = (trial.pace or [float(progress), float(elapsed)])[:2] + [float(progress),
                                                                                  float(elapsed)]
-        trial.metrics.update({k: float(v) for k, v in (metrics or {}).items()
-                              if math.isfinite(float(v))})
+        trial.metrics.update(finite(metrics))
 
     def fail(self, trial_id: int, reason: str = "failed",
              metrics: Mapping[str, float] | None = None, finish_time: float | None = None,
@@ -326,9 +311,7 @@ class Optimizer:
         trial.status, trial.reason = status, reason
         # a non-finite value is not a measurement (a NaN would poison the constraint GP and
         # the multipliers); a run-time constraint falls back to the elapsed time below
-        trial.metrics.update(
-            {k: float(v) for k, v in (metrics or {}).items() if math.isfinite(float(v))}
-        )
+        trial.metrics.update(finite(metrics))
         self.ledger.end(trial, self.clock() if finish_time is None else finish_time)
         for c in self.constraints:
             if c.runtime and c.metric not in trial.metrics:
@@ -372,11 +355,8 @@ class Optimizer:
             feasible: only trials that met every constraint.
             trials: among these (default: every trial).
         """
-        done = [
-            tr
-            for tr in (self.trials if trials is None else trials)
-            if tr.status == Status.FINISHED and (not feasible or _feasible(tr, self.constraints))
-        ]
+        done = [tr for tr in (self.trials if trials is None else trials) if tr.status ==
+                Status.FINISHED and (not feasible or _feasible(tr, self.constraints))]
         if not done:
             return None
         sign = mode_sign(self.settings.mode)

@@ -30,15 +30,14 @@ class StopRules:
         settings: ``stop_margin``, ``finish_by_deadline``, ``idle_near_deadline``, ``seed``.
         constraints: the parsed constraints (the run-time ones set the stop times).
         ledger: the optimizer's trials.
+        deadline: when the study ends, on the optimizer's clock (None: no deadline).
     """
 
-    def __init__(self, settings: Settings, constraints: Sequence[Constraint], ledger: TrialLedger):
-        self.settings, self.ledger = settings, ledger
+    def __init__(self, settings: Settings, constraints: Sequence[Constraint], ledger: TrialLedger,
+                 deadline: Callable[[], float | None]):
+        self.settings, self.ledger, self._deadline = settings, ledger, deadline
         self._after = [a for a in (c.stop_after(settings.stop_margin) for c in constraints)
                        if a is not None]
-        # when the study ends, on the optimizer's clock (the loop sets it; not saved: a
-        # session's own)
-        self.deadline: float | None = None
         self.run_times = RunTimeModel(settings.seed)
         self._shortest: tuple[int, float] | None = None   # (outcomes seen, shortest_run then)
 
@@ -64,17 +63,19 @@ class StopRules:
     def can_start(self, now: float) -> bool:
         """Whether a run started ``now`` may still finish before ``deadline``: False only with
         ``idle_near_deadline`` once the time left is under the shortest finished run."""
-        if not self.settings.idle_near_deadline or self.deadline is None:
+        deadline = self._deadline()
+        if not self.settings.idle_near_deadline or deadline is None:
             return True
         if self._shortest is None or self._shortest[0] != self.ledger.outcomes:   # once per outcome
             self._shortest = (self.ledger.outcomes, shortest_run(self.ledger.trials))
-        return self.deadline - now >= self._shortest[1]
+        return deadline - now >= self._shortest[1]
 
     def late(
         self, now: float, C: np.ndarray, lift: Callable[[np.ndarray], np.ndarray]
     ) -> Mask | None:
         """With ``finish_by_deadline`` near the deadline: a mask of the candidates ``C`` (GP
         inputs ``lift(C)``) predicted not to finish before it."""
-        if not self.settings.finish_by_deadline or self.deadline is None:
+        deadline = self._deadline()
+        if not self.settings.finish_by_deadline or deadline is None:
             return None
-        return self.run_times.late(self.ledger.trials, now, self.deadline, C, lift)
+        return self.run_times.late(self.ledger.trials, now, deadline, C, lift)

@@ -18,9 +18,10 @@ rather than at the minimum (``research.censor_at_partial``).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 
@@ -105,6 +106,11 @@ class Trial:
 def mode_sign(mode: str) -> float:
     """+1 for ``mode`` max, -1 for min: ``mode_sign(mode) * value`` is a maximization."""
     return 1.0 if mode == "max" else -1.0
+
+
+def finite(metrics: Mapping[str, float] | None) -> dict[str, float]:
+    """The finite values of ``metrics`` as floats: a NaN or inf is no measurement."""
+    return {k: float(v) for k, v in (metrics or {}).items() if math.isfinite(float(v))}
 
 
 def projected_runtime(p1: float, t1: float, pk: float, tk: float, full: float = 1.0) -> float:

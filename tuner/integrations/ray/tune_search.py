@@ -216,6 +216,20 @@ def _settings(asked: Mapping[str, Any], mode: str | None, context: bool) -> dict
     return out
 
 
+def _start_points(points: list[dict] | None, rewards: list | None
+                  ) -> tuple[list[dict[str, Any]], list[list[Any]]]:
+    """``points_to_evaluate`` to run first, or, with ``evaluated_rewards``, results to tell."""
+    if points is not None and not isinstance(points, (list, tuple)):
+        raise ValueError("points_to_evaluate must be a list of dicts")
+    points = [copy.deepcopy(p) for p in points or []]
+    if rewards is None:
+        return points, []
+    if len(rewards) != len(points):
+        raise ValueError(f"evaluated_rewards must give one value per point of points_to_evaluate "
+                         f"({len(points)}); got {len(rewards)}")
+    return [], [[p, float(v), False, False, None] for p, v in zip(points, rewards)]
+
+
 # --- the searcher ----------------------------------------------------------------------------
 
 class TunerSearch(Searcher):
@@ -298,15 +312,10 @@ class TunerSearch(Searcher):
             {"algorithm": algorithm, "objective_bounds": objective_bounds, "seed": int(seed),
              **optimizer_settings}, mode, context is not None)
 
-        self._space: SearchSpace | None = None
+        self._space: SearchSpace | None = space if isinstance(space, SearchSpace) else None
         self._constants: dict[str, Any] = {}
-        if isinstance(space, SearchSpace):
-            self._space = space
-        elif space:
+        if space and self._space is None:
             self._space, self._constants = split_param_space(space)
-        if points_to_evaluate is not None and not isinstance(points_to_evaluate, (list, tuple)):
-            raise ValueError("points_to_evaluate must be a list of dicts")
-        self._points: list[dict[str, Any]] = [copy.deepcopy(p) for p in points_to_evaluate or []]
         if (context_space is None) != (context is None):
             raise ValueError("context_space and context go together: pass both or neither")
         self._context_space = None if context_space is None else dict(context_space)
@@ -314,18 +323,9 @@ class TunerSearch(Searcher):
         self._time_budget: float | None = Field((float, None), above=0, finite=True).check(
             "time_budget_s", time_budget_s)
         self._deadline: float | None = None     # on the clock: the first suggestion + the budget
-        # earlier results told once the optimizer exists: [parameters, value, error, pruned,
-        # context]
-        self._evaluated: list[list[Any]] = []
-        if evaluated_rewards is not None:
-            if len(evaluated_rewards) != len(self._points):
-                raise ValueError(
-                    f"evaluated_rewards must give one value per point of "
-                    f"points_to_evaluate ({len(self._points)}); got {len(evaluated_rewards)}"
-                )
-            self._evaluated = [[p, float(v), False, False, None]
-                               for p, v in zip(self._points, evaluated_rewards)]
-            self._points = []
+        # the points to run first, and earlier results told once the optimizer exists:
+        # [parameters, value, error, pruned, context]
+        self._points, self._evaluated = _start_points(points_to_evaluate, evaluated_rewards)
         self.optimizer: Optimizer | None = None
         self._trial_ids: dict[str, int] = {}
         self._time_attr, self._max_t = time_attr, None if max_t is None else float(max_t)
