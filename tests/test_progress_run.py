@@ -120,12 +120,16 @@ def fit(config):
 '''
 
 
-def test_driver_killed_mid_curve_then_resume_loses_and_logs_nothing_twice(tmp_path):
-    """SIGKILL the driver while runs are mid-curve: --resume starts the interrupted runs over,
-    and every trial ends once in the state, trials.csv and MLflow, each MLflow curve with one
-    point per epoch it reached (no step logged twice)."""
+def test_driver_killed_mid_curve_then_resume_loses_and_logs_nothing_twice(tmp_path,
+                                                                          busy_machine):
+    """SIGKILL the driver while runs are mid-curve, with two CPU-bound jobs beside the study:
+    --resume starts the interrupted runs over, and every trial ends once in the state,
+    trials.csv and MLflow, each MLflow curve with one point per epoch it reached (none lost,
+    none logged twice: a curve stays in the saved state until the tracker has it)."""
     from test_run import cli, config_file
     from tuner.study.state import read_study_state
+
+    busy_machine(2)
 
     (tmp_path / "curvefit.py").write_text(CURVE_MODULE)
     cfg = study(tmp_path, study="killed-curves", trainable="curvefit:fit",

@@ -59,16 +59,24 @@ class SaveState(LoopCallback):
 
 
 class TrialTable(LoopCallback):
-    """``trials.csv``: a row appended as each trial ends, so the table is current even after a
-    hard kill; ``write`` rewrites it whole from the state (on resume and at the end)."""
+    """``trials.csv``: a row appended for each trial that ended, once per loop step after the
+    state has saved it (``SaveState`` comes first among the callbacks), so a row never shows
+    a result the state could lose: a kill at any moment neither loses a trial nor runs one
+    again; ``write`` rewrites the table whole from the state (on resume and at the end)."""
 
     def __init__(self, study: Study, path: Any):
         self.study, self.path = study, path
+        self.ended: list[int] = []      # trials ended in this step, their rows not written yet
 
     def on_end(self, outcome: Outcome) -> None:
+        self.ended.append(outcome.trial_id)
+
+    def on_step(self, loop: StudyLoop) -> None:
         # not fsync'd: the row survives a crash of the driver (written through), and after a
         # crash of the machine the table is rewritten from the fsync'd journal on resume
-        append_row(self.path, self.study.row(outcome.trial_id), sync=False)
+        ended, self.ended = self.ended, []
+        for tid in ended:
+            append_row(self.path, self.study.row(tid), sync=False)
 
     def write(self) -> list[dict[str, Any]]:
         """The table anew, atomically: every ended trial in id order; returns the rows."""

@@ -102,6 +102,8 @@ def finish(study: Study, table: TrialTable, tracker: Tracker, progress: Progress
           else contextlib.nullcontext()):
         unlogged = tracker.finish(status)
     study.session.run_id = tracker.run_id or study.session.run_id   # real id once known
+    if not unlogged:       # every curve is in MLflow or the tracker's spool: the state needs none
+        study.curves.clear()
     save()
     _print_tables(study, rows, top, finished, progress)
     progress.message("\n" + (best_line(study, top[0]) if finished else

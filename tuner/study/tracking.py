@@ -84,6 +84,8 @@ class LogToTracker(LoopCallback):
     def __init__(self, study: Study, tracker: Tracker):
         self.study, self.tracker = study, tracker
         self.to_log: list[int] = []     # ended trials waiting for the tracker
+        # handed to the tracker, not done by it yet: their curves stay in the saved state
+        self.handed: list[int] = []
         self.progress_logged = -math.inf
 
     def on_end(self, outcome: Outcome) -> None:
@@ -98,7 +100,11 @@ class LogToTracker(LoopCallback):
         done, self.to_log = self.to_log, []
         for tid in done:
             self.tracker.log_trial(self.study.record(tid))
-            self.study.curves.pop(tid, None)
+        self.handed += done
+        if self.handed and self.tracker.behind == 0:   # logged, or in the tracker's own spool
+            for tid in self.handed:
+                self.study.curves.pop(tid, None)
+            self.handed = []
         now = time.monotonic()
         if final or (done and now - self.progress_logged >= PROGRESS_EVERY):
             self.progress_logged = now
