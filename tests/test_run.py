@@ -466,6 +466,7 @@ def test_driver_killed_then_resume_loses_reruns_and_logs_nothing_twice(tmp_path)
     p = cli("run", str(path), "--resume", cwd=tmp_path)
     out = p.communicate(timeout=300)[0]
     assert p.returncode == 0, out
+    assert "ended without closing it (killed?); this run takes it over" in out
     state = json.loads((folder / "state.json").read_text())
     assert [t["status"] for t in state["optimizer"]["trials"]] == ["FINISHED"] * 10
     with (folder / "trials.csv").open() as fh:
@@ -475,6 +476,32 @@ def test_driver_killed_then_resume_loses_reruns_and_logs_nothing_twice(tmp_path)
         assert t["finish_time"] == pytest.approx(float(r["finish"]))
     _, children = child_runs(cfg["mlflow"]["tracking_uri"], "killed")
     assert sorted(int(c.data.tags["trial_id"]) for c in children) == list(range(10))
+
+
+def test_a_second_start_of_a_running_study_is_refused_and_the_first_finishes(tmp_path):
+    """One writer per study: while a study runs, starting it again (plain, --resume or
+    --fresh) exits 2 naming the process that runs it, and changes nothing; the first finishes
+    with every trial once in its folder and in MLflow."""
+    cfg = study(tmp_path, study="twice", run={"trials": 8, "max_concurrent": 2},
+                trainable_options={"time_scale": 0.3, "cv": 0.3})
+    path = config_file(tmp_path, cfg)
+    folder = Path(cfg["output"]) / "twice"
+    first = cli("run", str(path), cwd=tmp_path)
+    for line in first.stdout:
+        if line.startswith("[") and finished(line) >= 1:
+            break
+    for flags in ([], ["--resume"], ["--fresh"]):
+        second = subprocess.run([sys.executable, "-m", "tuner.app.cli", "run", str(path), *flags],
+                                cwd=tmp_path, capture_output=True, text=True, timeout=120)
+        assert second.returncode == 2, second.stdout + second.stderr
+        assert f"study 'twice' is running: process {first.pid} on " in second.stderr
+        assert sorted(p.name for p in folder.parent.iterdir()) == [".twice.lock", "twice"]
+    out = first.communicate(timeout=300)[0]
+    assert first.returncode == 0, out
+    with (folder / "trials.csv").open() as fh:
+        assert [int(r["trial"]) for r in csv.DictReader(fh)] == list(range(8))
+    _, children = child_runs(cfg["mlflow"]["tracking_uri"], "twice")
+    assert sorted(int(c.data.tags["trial_id"]) for c in children) == list(range(8))
 
 
 def test_a_node_removed_mid_study_fails_its_trials_and_the_study_finishes(tmp_path, two_nodes):

@@ -10,6 +10,7 @@ import sys
 from typing import Any, Sequence
 
 from tuner.study.defaults import DEFAULT_STUDY
+from tuner.study.lock import StudyBusy
 from tuner.study.schema import ConfigError
 from tuner.study.config import load_study
 from tuner.study.executor import TrainableFailed
@@ -188,6 +189,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:      # `tuner show STUDY | head`: the reader has what it wanted
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())   # no error at exit
         return 0
+    except StudyBusy as exc:
+        print(f"tuner: {exc}", file=sys.stderr)
+        return 2
     except ConfigError as exc:
         print(f"tuner: configuration error: {exc}", file=sys.stderr)
         return 2

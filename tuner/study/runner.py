@@ -45,6 +45,7 @@ from .budget import (NothingFitsWarning, budget_text, measure_budget, reference_
                      replay_stopping, stopping_rules)
 from .callbacks import CURVES_CSV, Curves, SaveState, ShowProgress, TrialTable, read_curves
 from .defaults import DEFAULT_STUDY, study_optimizer_defaults
+from .lock import StudyLock
 from .schema import ConfigError, StudyConfig
 from .config import earlier_default_budget
 from .executor import Executor
@@ -130,12 +131,17 @@ class StudyRunner:
 
     def run(self) -> StudyResult:
         """Start the executor, warm the workers up, measure a relative budget, then run the
-        trials; each start-up step is printed with the seconds it took."""
-        try:
-            return self._run()
-        finally:
-            if self.tracker is not None:
-                self.tracker.close()
+        trials; each start-up step is printed with the seconds it took.  The study is locked
+        while it runs (``lock.StudyLock``): a second start of it is refused."""
+        with StudyLock(self.cfg.output, self.cfg.study) as lock:
+            if lock.taken_over:
+                self.progress.message(f"the study's last run ({lock.taken_over}) ended without "
+                                      "closing it (killed?); this run takes it over")
+            try:
+                return self._run()
+            finally:
+                if self.tracker is not None:
+                    self.tracker.close()
 
     def _run(self) -> StudyResult:
         optimizer, restart = self._prepare()
