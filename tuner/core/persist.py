@@ -125,6 +125,6 @@ def read_state(
     this version reads, or not JSON."""
     try:
         state = json.loads(Path(path).read_text())
-    except json.JSONDecodeError as exc:
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise StateError(f"{path} is not a readable {kind} state: {exc}") from None
     return opened(state, kind, versions, str(path)), state

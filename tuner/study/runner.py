@@ -32,6 +32,7 @@ import json
 import shutil
 import threading
 import time
+from pathlib import Path
 from typing import Any, Callable
 
 from tuner.core.optimizer import Optimizer
@@ -51,7 +52,7 @@ from .config import earlier_default_budget
 from .executor import Executor
 from .progress import Progress
 from .report import StudyResult, banner, finish
-from .state import StudyStateFile
+from .state import StudyStateFile, backup_path
 from .study import Session, Study
 from .tracking import LogToTracker, Tracker, log_budget, study_params
 from .warm import (Carried, Earlier, ReadTracker, carry, context_space, earlier_studies,
@@ -101,6 +102,25 @@ def kept_settings(saved: dict[str, Any], new: dict[str, Any], context: bool) -> 
                           "only run, ray, mlflow and output may change (use --fresh or a new "
                           "study name)")
     return kept
+
+
+def earlier_records(directory: Path) -> list[str]:
+    """The files an earlier run of a study left in its folder (none: no folder, or empty)."""
+    return sorted(p.name for p in directory.iterdir()) if directory.is_dir() else []
+
+
+def lost_state(path: Path, found: list[str]) -> str:
+    """What ``--resume`` says when the state file is gone but an earlier run left records."""
+    shown = ", ".join(found[:4]) + (f" and {len(found) - 4} more" if len(found) > 4 else "")
+    text = (f"--resume: {path} is missing, but {path.parent} holds {shown} of an earlier run; "
+            "the optimizer's state cannot be rebuilt from them. Put the state file back, or "
+            "start over with --fresh (the folder is kept under a new name)")
+    bak = backup_path(path)
+    if bak.exists():
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(bak.stat().st_mtime))
+        text += (f"; {bak} is the state as of {when} (with {bak.name}.journal, if any): a "
+                 "study resumed from it runs the trials since then again")
+    return text
 
 
 class StudyRunner:
@@ -201,33 +221,47 @@ class StudyRunner:
         returns it and the trials to start again (resume)."""
         cfg, path = self.cfg, self.state_path
         exists = path.exists()
-        if exists and not (self.resume or self.fresh):
-            raise ConfigError(f"study '{cfg.study}' already has a state at {path}; "
-                              "pass --resume (tuner.run(..., resume=True)) to continue it or "
-                              "--fresh (fresh=True) to start it over (the old folder is kept "
-                              "under a new name)")
-        if exists and self.fresh:
+        found = [] if exists else earlier_records(cfg.directory)
+        if (exists or found) and not (self.resume or self.fresh):
+            what = f"a state at {path}" if exists else f"{', '.join(found)} in {cfg.directory}"
+            raise ConfigError(f"study '{cfg.study}' already has {what}; pass --resume "
+                              "(tuner.run(..., resume=True)) to continue it or --fresh "
+                              "(fresh=True) to start it over (the old folder is kept under a new "
+                              "name)")
+        if self.resume and exists:
+            return self._resumed()
+        if self.resume and found:
+            raise ConfigError(lost_state(path, found))
+        # a new study: every check before --fresh moves anything
+        self.earlier = earlier_studies(cfg, self.read_tracker)
+        if self.fresh and (exists or found):
             kept = cfg.directory.with_name(f"{cfg.directory.name}.{time.strftime('%Y%m%d-%H%M%S')}")
             shutil.move(str(cfg.directory), kept)
             self.progress.message(f"--fresh: moved the earlier study folder to {kept}")
-            exists = False
         cfg.directory.mkdir(parents=True, exist_ok=True)
-        if not exists:
-            if self.resume:
-                self.progress.message(f"--resume: no state at {path}; starting a new study")
-            self.earlier = earlier_studies(cfg, self.read_tracker)
-            if cfg.budget_pending:   # created once the reference run has been measured
-                return None, []
-            return self._new_optimizer(), []
-        return self._resumed()
+        if self.resume:
+            self.progress.message(f"--resume: no study at {cfg.directory}; starting a new one")
+        if cfg.budget_pending:   # created once the reference run has been measured
+            return None, []
+        return self._new_optimizer(), []
 
     def _resumed(self) -> tuple[Optimizer, list[int]]:
-        """The saved study: its optimizer with the settings it started with, its session and
-        curves; returns the optimizer and the trials to start again."""
+        """The saved study (``_restore``); a state file that cannot be read, or holds what no
+        study writes, is a ConfigError naming it (before Ray starts)."""
         try:
-            version, state = self.state_file.read()
+            return self._restore()
         except StateError as exc:
             raise ConfigError(f"--resume: {exc}") from None
+        except ConfigError:
+            raise
+        except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
+            raise ConfigError(f"--resume: {self.state_path} holds a damaged study state "
+                              f"({type(exc).__name__}: {exc})") from None
+
+    def _restore(self) -> tuple[Optimizer, list[int]]:
+        """The saved study: its optimizer with the settings it started with, its session and
+        curves; returns the optimizer and the trials to start again."""
+        version, state = self.state_file.read()
         cfg = self._with_saved_budget(state["config"].get("budget") or {})
         new = cfg.resolved()
         new["optimizer"] = by_name(new["optimizer"])

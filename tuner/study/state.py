@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
@@ -34,10 +35,17 @@ STATE_VERSION = 3
 #                       3: journal lines carry the optimizer's state as a change to the line before
 APPEND, ITEMS = "$append", "$items"
 JOURNAL_SUFFIX = ".journal"
+BACKUP_SUFFIX = ".bak"
 
 
 def journal_path(path: str | os.PathLike) -> Path:
     return Path(f"{path}{JOURNAL_SUFFIX}")
+
+
+def backup_path(path: str | os.PathLike) -> Path:
+    """The state as of its last whole write but one (with its journal beside it): what
+    ``--resume`` can go on from when the state file is lost or damaged."""
+    return Path(f"{path}{BACKUP_SUFFIX}")
 
 
 def read_study_state(path: str | os.PathLike) -> tuple[int, dict[str, Any]]:
@@ -132,6 +140,7 @@ class StudyStateFile:
         self._journal_bytes += len(line)
 
     def _save_whole(self, config: dict[str, Any], optimizer: Any, session: dict[str, Any]) -> None:
+        self._keep_backup()
         self.generation += 1
         self._whole_due = False
         optimizer.changed_trials()            # all of them are in the whole state
@@ -143,3 +152,19 @@ class StudyStateFile:
             "session": session}, default=str)
         self.journal.unlink(missing_ok=True)
         self._state_bytes, self._journal_bytes = self.path.stat().st_size, 0
+
+    def _keep_backup(self) -> None:
+        """The state file as it is (a hard link: no copy) and a copy of its journal, as the
+        backup, before a whole write replaces them (``backup_path``)."""
+        if not self.path.exists():
+            return
+        bak = backup_path(self.path)
+        tmp = bak.with_name(bak.name + ".tmp")
+        tmp.unlink(missing_ok=True)
+        os.link(self.path, tmp)
+        os.replace(tmp, bak)
+        bak_journal = journal_path(bak)
+        if self.journal.exists():
+            shutil.copyfile(self.journal, bak_journal)
+        else:
+            bak_journal.unlink(missing_ok=True)

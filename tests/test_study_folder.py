@@ -1,0 +1,138 @@
+"""A study folder that lost or damaged its state: ``--resume`` never starts over silently, a new
+start never overwrites an earlier run's records, ``--fresh`` checks everything before it moves
+anything, and a damaged file is one line naming it, never a traceback or a wrong answer.  (The
+folder and its files are real; the study is prepared as ``tuner run`` prepares it, without
+starting Ray.)"""
+
+import io
+import json
+import os
+
+import pytest
+
+from tuner import Optimizer
+from tuner.study.callbacks import SaveState, TrialTable
+from tuner.study.config import load_study
+from tuner.study.progress import Progress
+from tuner.study.runner import StudyRunner
+from tuner.study.schema import ConfigError
+from tuner.study.state import StudyStateFile, backup_path
+from tuner.study.study import Session, Study
+
+
+def config(tmp_path, **extra):
+    return load_study({"study": "s", "trainable": "logreg", "output": str(tmp_path / "runs"),
+                       "space": {"C": {"type": "float", "low": 0.01, "high": 10.0}},
+                       "objective": {"metric": "accuracy", "mode": "max"}, **extra})
+
+
+def saved_study(cfg, n=3, wholes=1):
+    """A study folder as a run of ``n`` finished trials leaves it (state, journal, trials.csv);
+    ``wholes`` whole writes of the state (from the second on, a backup is kept)."""
+    cfg.directory.mkdir(parents=True)
+    opt = Optimizer(cfg.space, cfg.settings, clock=lambda: 0.0)
+    study = Study(cfg, opt, Session(), lambda: 0.0, 0.0)
+    saver = SaveState(study, StudyStateFile(cfg.directory / "state.json"))
+    for _ in range(wholes):
+        saver.save()
+    for k in range(n):
+        tid = opt.suggest().trial_id
+        opt.tell(tid, 0.5 + 0.1 * k, {"runtime": 1.0})
+        saver.save(whole=False)
+    TrialTable(study, cfg.directory / "trials.csv").write()
+    return study
+
+
+def prepare(cfg, **flags):
+    out = io.StringIO()
+    runner = StudyRunner(cfg, executor=None, make_tracker=None, clock=lambda: 0.0,
+                         progress=Progress(stream=out), **flags)
+    return runner._prepare(), out.getvalue()
+
+
+def space_of(state, space):
+    return {**state, "optimizer": {**state["optimizer"], "space": space}}
+
+
+def listing(folder):
+    return {p.name: p.read_bytes() for p in folder.iterdir()}
+
+
+def test_resume_without_the_state_refuses_and_changes_nothing(tmp_path):
+    cfg = config(tmp_path)
+    saved_study(cfg, wholes=2)
+    (cfg.directory / "state.json").unlink()
+    before = listing(cfg.directory)
+    with pytest.raises(ConfigError) as err:
+        prepare(cfg, resume=True)
+    text = str(err.value)
+    state = cfg.directory / "state.json"
+    assert f"--resume: {state} is missing, but {cfg.directory} holds " in text
+    assert "trials.csv" in text and "--fresh" in text
+    assert f"{backup_path(cfg.directory / 'state.json')} is the state as of" in text
+    assert listing(cfg.directory) == before
+
+
+def test_a_new_start_never_overwrites_an_earlier_runs_records(tmp_path):
+    cfg = config(tmp_path)
+    saved_study(cfg)
+    (cfg.directory / "state.json").unlink()
+    before = listing(cfg.directory)
+    with pytest.raises(ConfigError, match=r"study 's' already has .*trials.csv.* in .*; pass "
+                                          r"--resume .* or --fresh"):
+        prepare(cfg)
+    assert listing(cfg.directory) == before
+    (optimizer, _), said = prepare(cfg, fresh=True)           # --fresh keeps it aside
+    assert optimizer is not None and "--fresh: moved the earlier study folder to" in said
+    kept = [p for p in cfg.directory.parent.iterdir() if p.name.startswith("s.")]
+    assert len(kept) == 1 and listing(kept[0]) == before
+
+
+def test_resume_with_nothing_there_starts_a_new_study_and_says_so(tmp_path):
+    (optimizer, restart), said = prepare(config(tmp_path), resume=True)
+    assert optimizer is not None and restart == []
+    assert "--resume: no study at" in said and "starting a new one" in said
+
+
+def test_fresh_checks_everything_before_it_moves_the_study(tmp_path):
+    cfg = config(tmp_path, warm_start=["no-such-study"])
+    saved_study(cfg)
+    before = listing(cfg.directory)
+    with pytest.raises(ConfigError, match="no-such-study"):
+        prepare(cfg, fresh=True)
+    assert listing(cfg.directory) == before
+    assert [p.name for p in cfg.directory.parent.iterdir()] == ["s"]
+
+
+@pytest.mark.parametrize("damage, words", [
+    (lambda p: p.write_bytes(b"\xff\xfe not text"), "is not a readable tuner.study state"),
+    (lambda p: p.write_text(p.read_text()[: len(p.read_text()) // 2]),
+     "is not a readable tuner.study state"),
+    (lambda p: p.write_text(json.dumps({**json.loads(p.read_text()), "session": [1, 2]})),
+     "holds a damaged study state"),
+    (lambda p: p.write_text(json.dumps(space_of(json.loads(p.read_text()), 5))),
+     "holds a damaged study state"),
+])
+def test_a_damaged_state_is_one_line_naming_the_file(tmp_path, damage, words):
+    cfg = config(tmp_path)
+    saved_study(cfg)
+    damage(cfg.directory / "state.json")
+    with pytest.raises(ConfigError) as err:
+        prepare(cfg, resume=True)
+    text = str(err.value)
+    assert text.startswith("--resume: ") and words in text and "state.json" in text
+    assert "\n" not in text
+
+
+def test_the_backup_is_the_state_before_the_last_whole_write(tmp_path):
+    """A whole write keeps the state it replaces (a hard link) and its journal (a copy)."""
+    from tuner.study.state import read_study_state
+
+    cfg = config(tmp_path)
+    study = saved_study(cfg, n=3, wholes=1)
+    path = cfg.directory / "state.json"
+    _, before = read_study_state(path)
+    SaveState(study, StudyStateFile(path)).save()        # a whole write
+    _, backup = read_study_state(backup_path(path))
+    assert backup["optimizer"]["trials"] == before["optimizer"]["trials"]
+    assert os.stat(backup_path(path)).st_nlink == 1      # the old file itself, not a copy of it
