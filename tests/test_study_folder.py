@@ -136,3 +136,56 @@ def test_the_backup_is_the_state_before_the_last_whole_write(tmp_path):
     _, backup = read_study_state(backup_path(path))
     assert backup["optimizer"]["trials"] == before["optimizer"]["trials"]
     assert os.stat(backup_path(path)).st_nlink == 1      # the old file itself, not a copy of it
+
+
+def run_cli(capsys, *args):
+    from tuner.app.cli import main
+
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.mark.parametrize("damage", [
+    lambda p: p.write_bytes(b"\xff\xfe not text"),
+    lambda p: p.write_text(p.read_text()[:200]),
+    lambda p: p.write_text(json.dumps(space_of(json.loads(p.read_text()), None) | {"config": 3})),
+])
+def test_show_and_best_of_a_damaged_state_say_so_in_one_line(tmp_path, capsys, damage):
+    cfg = config(tmp_path)
+    saved_study(cfg)
+    damage(cfg.directory / "state.json")
+    for command in ("show", "best"):
+        code, out, err = run_cli(capsys, command, "s", "--output", cfg.output)
+        assert code == 2 and out == ""
+        assert err.startswith(f"tuner: {cfg.directory / 'state.json'} cannot be read (")
+        assert err.count("\n") == 1 and "Traceback" not in err
+    code, out, _ = run_cli(capsys, "list", "--output", cfg.output)
+    assert code == 0 and "state.json unreadable" in out
+
+
+@pytest.mark.parametrize("damage, problem", [
+    (lambda p: p.write_text(p.read_text()[: p.read_text().rindex("\n", 0, -1) + 30]),
+     "has a cut or malformed row"),
+    (lambda p: p.write_text(p.read_text()[: p.read_text().rindex("\n", 0, -1) + 1]),
+     "lacks 1 of the 3 trials that ended"),
+    (lambda p: p.write_bytes(b"trial,status\n\xff\xfe\n"), "cannot be read"),
+    (lambda p: p.unlink(), "is missing (3 trials ended)"),
+])
+def test_a_damaged_trial_table_never_names_a_wrong_best(tmp_path, capsys, damage, problem):
+    """The best trial (trial 2, 0.7) is the table's last row: a table cut before it would name
+    trial 1; the state names trial 2, and a warning says the table was not used."""
+    cfg = config(tmp_path)
+    saved_study(cfg)
+    damage(cfg.directory / "trials.csv")
+    code, out, err = run_cli(capsys, "best", "s", "--output", cfg.output, "--json")
+    assert code == 0 and json.loads(out)["trial"] == 2 and json.loads(out)["accuracy"] == 0.7
+    assert err.startswith(f"warning: {cfg.directory / 'trials.csv'} {problem}")
+    assert "; shown from the study's state instead" in err and err.count("\n") == 1
+    code, out, _ = run_cli(capsys, "show", "s", "--output", cfg.output)
+    assert code == 0 and "trial: 2" in out
+    with pytest.warns(UserWarning, match=problem.split(" (")[0]):
+        from tuner import load_study as load
+
+        loaded = load("s", output=cfg.output)
+    assert sorted(loaded.trials["trial"]) == [0, 1, 2]

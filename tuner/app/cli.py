@@ -69,6 +69,10 @@ def _studies(args: argparse.Namespace) -> int:
     from tuner.app import studies
 
     try:
+        if args.command != "list":
+            folder = studies.find(args.output, args.study)
+            if folder.warning is not None:
+                print(folder.warning, file=sys.stderr)
         if args.command == "list":
             print(studies.list_text(args.output))
         elif args.command == "plot":
@@ -80,11 +84,10 @@ def _studies(args: argparse.Namespace) -> int:
             print(studies.csv_text(args.output, args.study) if args.csv else
                   studies.show_text(args.output, args.study, None if args.all else 10))
         else:
-            folder = studies.find(args.output, args.study)
             print(studies.best_text(folder, args.json))
             if folder.best() is None:
                 return 1                       # nothing to use: scripts must not go on
-    except studies.StudyNotFound as exc:
+    except (studies.StudyNotFound, studies.StudyUnreadable) as exc:
         print(f"tuner: {exc}", file=sys.stderr)
         return 2
     return 0

@@ -6,16 +6,22 @@ from __future__ import annotations
 
 import csv
 import json
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from tuner.study.progress import not_finished, rank_finished, summary_table
+from tuner.core.persist import StateError
 from tuner.study.state import read_study_state
 
 
 class StudyNotFound(ValueError):
-    pass
+    """No such study in the output folder (the message names the ones there)."""
+
+
+class StudyUnreadable(ValueError):
+    """The study's state cannot be read (the message names the file)."""
 
 
 @dataclass
@@ -47,7 +53,12 @@ def load_study(name_or_path: str | Path, output: str | Path = "tuner_runs") -> L
     if not (path / "state.json").exists():
         path = find(output, str(name_or_path)).path
     f = Folder.read(path)
-    trials = pd.read_csv(path / "trials.csv") if (path / "trials.csv").exists() else pd.DataFrame()
+    if f.warning is not None:
+        warnings.warn(f.warning, stacklevel=2)
+        trials = pd.DataFrame(f.rows)
+    else:
+        trials = (pd.read_csv(path / "trials.csv") if (path / "trials.csv").exists()
+                  else pd.DataFrame())
     curves = pd.read_csv(path / "curves.csv") if (path / "curves.csv").exists() else None
     return LoadedStudy(path.name, path, f.config, trials, f.best(), curves)
 
@@ -61,19 +72,32 @@ class Folder:
     statuses: list[str]                  # state.json: the status of every trial that ended
     rows: list[dict[str, Any]]           # trials.csv, numbers parsed ([] before it exists)
     best_file: dict[str, Any] | None     # best.json
+    warning: str | None = None           # what was damaged, and what was read instead
 
     @classmethod
     def read(cls, path: Path) -> "Folder":
-        _, state = read_study_state(path / "state.json")   # with its journal: a running study
-        rows = []
-        if (path / "trials.csv").exists():
-            with (path / "trials.csv").open() as fh:
-                rows = [{k: (v if k in ("status", "reason", "node") else _number(v))
-                         for k, v in r.items()} for r in csv.DictReader(fh)]
-        best = (
-            json.loads((path / "best.json").read_text()) if (path / "best.json").exists() else None
-        )
-        return cls(path, state["config"], _ended_statuses(state), rows, best)
+        """The folder's files; ``StudyUnreadable`` naming the file where the state cannot be
+        read.  A trials.csv that is damaged, cut, or lacks trials the state has ended is
+        replaced by the rows the state gives (``warning`` says so), so a damaged table never
+        names a wrong best trial."""
+        try:
+            _, state = read_study_state(path / "state.json")   # with its journal: a running study
+            config, ended = state["config"], _ended(state)
+            _ = (config["objective"]["metric"], config["objective"]["mode"], config["trainable"],
+                 dict(config["space"]))       # what show, best and list read
+        except (StateError, KeyError, TypeError, IndexError, AttributeError) as exc:
+            raise StudyUnreadable(f"{path / 'state.json'} cannot be read ({exc}); `tuner run "
+                                  "CONFIG --resume` says how to recover the study") from None
+        rows, problem = _table(path / "trials.csv", [t["trial_id"] for t in ended])
+        warning = None
+        if problem is not None:
+            rows = _rows_from_state(config, ended)
+            warning = (f"warning: {path / 'trials.csv'} {problem}; shown from the study's state "
+                       "instead (`tuner run CONFIG --resume` writes the table again)")
+        best = _best_file(path / "best.json")
+        if best is not None and problem is not None:
+            best = None                  # written with that table: the state decides instead
+        return cls(path, config, [t["status"] for t in ended], rows, best, warning)
 
     @property
     def metric(self) -> str:
@@ -105,13 +129,55 @@ class Folder:
                 "within_budget": None if b is None else b["within_budget"]}
 
 
-def _ended_statuses(state: dict[str, Any]) -> list[str]:
-    """Statuses of the study's own ended trials: in the optimizer's trials, but those carried
-    over from earlier studies (a version-1 study state kept them in its session outcomes)."""
+def _ended(state: dict[str, Any]) -> list[dict[str, Any]]:
+    """The study's own ended trials, as the state holds them: the optimizer's trials, but those
+    carried over from earlier studies (a version-1 study state kept its own in its session's
+    outcomes, with their status only)."""
     if state["version"] == 1:
-        return [o["status"] for o in state["session"]["outcomes"].values()]
-    return [t["status"] for t in state["optimizer"]["trials"]
+        return [{"trial_id": int(k), "status": o["status"]}
+                for k, o in state["session"]["outcomes"].items()]
+    return [t for t in state["optimizer"]["trials"]
             if t["status"] != "RUNNING" and t.get("origin") is None]   # not the carried ones
+
+
+def _table(path: Path, ended: list[int]) -> tuple[list[dict[str, Any]], str | None]:
+    """trials.csv's rows (numbers parsed), and what is wrong with it (None: nothing)."""
+    if not path.exists():
+        return [], (f"is missing ({len(ended)} trials ended)" if ended else None)
+    try:
+        with path.open(newline="") as fh:
+            raw = list(csv.DictReader(fh))
+    except (UnicodeDecodeError, csv.Error) as exc:
+        return [], f"cannot be read ({exc})"
+    if any(None in r or None in r.values() for r in raw):
+        return [], "has a cut or malformed row"
+    rows = [{k: (v if k in ("status", "reason", "node") else _number(v)) for k, v in r.items()}
+            for r in raw]
+    missing = set(ended) - {r.get("trial") for r in rows}
+    if missing:
+        return rows, f"lacks {len(missing)} of the {len(ended)} trials that ended"
+    return rows, None
+
+
+def _rows_from_state(config: dict[str, Any], ended: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The table's main columns from the state's trials (a version-1 state has none)."""
+    metric, budget = config["objective"]["metric"], config.get("budget") or {}
+    limit, used = budget.get("seconds"), budget.get("metric", "runtime")
+    rows = []
+    for t in ended:
+        m = t.get("metrics") or {}
+        over = limit is not None and m.get(used) is not None and m[used] > limit
+        rows.append({"trial": t["trial_id"], "status": t["status"], metric: t.get("value"),
+                     "runtime": m.get("runtime"), "over_budget": int(over),
+                     "reason": t.get("reason"), **(t.get("config") or {})})
+    return rows
+
+
+def _best_file(path: Path) -> dict[str, Any] | None:
+    try:
+        return json.loads(path.read_text()) if path.exists() else None
+    except (ValueError, UnicodeDecodeError):
+        return None                      # damaged: the best is read from the table instead
 
 
 def _number(v: str) -> Any:
@@ -139,10 +205,18 @@ def find(output: str | Path, name: str) -> Folder:
 
 
 def list_text(output: str | Path) -> str:
-    rows = [Folder.read(d).overview() for d in study_dirs(output)]
+    rows = []
+    for d in study_dirs(output):
+        try:
+            rows.append(Folder.read(d).overview())
+        except StudyUnreadable:
+            rows.append({"study": d.name, "trainable": "?", "trials": "?", "finished": "?",
+                         "metric": "?", "best": "state.json unreadable", "best_trial": None})
     if not rows:
         return f"no studies in {output}/ (tuner run writes them there)"
     for r in rows:
+        if isinstance(r["best"], str):
+            continue
         r["best"] = "-" if r["best"] is None else (f"{r['best']:.4g}" + ("" if r["within_budget"]
                                                                         else " (over budget)"))
     return summary_table(rows, ["study", "trainable", "trials", "finished", "metric", "best",
