@@ -189,3 +189,32 @@ def test_a_damaged_trial_table_never_names_a_wrong_best(tmp_path, capsys, damage
 
         loaded = load("s", output=cfg.output)
     assert sorted(loaded.trials["trial"]) == [0, 1, 2]
+
+
+@pytest.mark.parametrize("metric", ["loss", "val_loss", "valLoss", "rmse", "error_rate"])
+def test_a_metric_that_reads_as_a_loss_needs_its_direction_said(tmp_path, metric):
+    """Optuna minimizes by default and Ray Tune asks for the mode; a study maximizes, so a
+    metric named like a loss is refused until its mode is said, either way."""
+    import tuner
+    from tuner.app.api import study_mapping
+
+    space = {"x": {"type": "float", "low": 0.0, "high": 1.0}}
+    with pytest.raises(ConfigError, match=rf"objective.mode: '{metric}' reads as something to "
+                                          r"minimize.*mode: min"):
+        tuner.run(lambda c: {metric: c["x"]}, space=space, objective=metric,
+                  output=str(tmp_path))
+    for mode in ("min", "max"):
+        cfg = load_study(study_mapping(lambda c: {metric: c["x"]}, space=space,
+                                       objective={"metric": metric, "mode": mode}))
+        assert cfg.settings.mode == mode
+    assert load_study(study_mapping(lambda c: {"f1": c["x"]}, space=space,
+                                    objective="f1")).settings.mode == "max"
+
+
+def test_the_first_line_says_what_the_study_maximizes_or_minimizes(tmp_path):
+    from tuner.study.report import banner
+
+    cfg = config(tmp_path)
+    assert banner(cfg, "a local Ray", []).startswith("study s: maximize accuracy; logreg, ")
+    cfg = config(tmp_path, objective={"metric": "accuracy", "mode": "min"})
+    assert "study s: minimize accuracy; " in banner(cfg, "a local Ray", [])

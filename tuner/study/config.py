@@ -132,10 +132,14 @@ def load_study(source: str | Path | Mapping[str, Any],
         SearchSpace.from_dict(space_spec)
     except ValueError as exc:
         raise ConfigError(str(exc)) from exc
-    objective = Objective(
-        **check_section("objective", top["objective"],
-                        {**OBJECTIVE_SCHEMA, "metric": Field((str,), trainable.objective)})
-    )
+    objective = Objective(**check_section("objective", top["objective"], {
+        **OBJECTIVE_SCHEMA, "metric": Field((str,), trainable.objective)}))
+    if "mode" not in (top["objective"] or {}) and reads_as_minimized(objective.metric):
+        m = objective.metric
+        raise ConfigError(f"objective.mode: {m!r} reads as something to minimize, and a study "
+                          f"maximizes unless told: say objective: {{metric: {m}, mode: min}} "
+                          f"(tuner.run(..., objective={{'metric': '{m}', 'mode': 'min'}})), or "
+                          "mode: max to maximize it")
     budget = _budget_section(top["budget"]) if top["budget"] else None
     run = _run_section(top["run"])
     fidelity, stopping = _progress_sections(top, trainable, options)
@@ -158,6 +162,17 @@ def load_study(source: str | Path | Mapping[str, Any],
         cfg.with_budget(1.0)   # validates the constraint now; the limit is measured at start-up
         return cfg
     return cfg.with_budget(budget.seconds)
+
+
+# names of metrics one minimizes: a study that maximizes one of these needs mode: max said
+MINIMIZED = re.compile(r"(^|[^a-z])(loss|losses|errors?|err|mse|rmse|mae|mape|nll|regret|costs?|"
+                       r"latency|time|seconds|perplexity|wer|cer)([^a-z]|$)")
+
+
+def reads_as_minimized(metric: str) -> bool:
+    """Whether a metric's name reads as one to minimize (``val_loss``, ``valLoss``, ``rmse``)."""
+    words = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", metric).lower()    # camelCase as snake_case
+    return MINIMIZED.search(words) is not None
 
 
 def _study_settings(top: Mapping[str, Any], objective: Objective, run: Run) -> Settings:

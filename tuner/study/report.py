@@ -73,7 +73,8 @@ def banner(cfg: StudyConfig, where: str, restart: list[int]) -> str:
     until = cfg.settings.exact_until
     subset = ("" if until is None or cfg.run.trials <= until else
               f", exact GP up to {until} trials, then on a subset of {cfg.settings.subset_size}")
-    return (f"study {cfg.study}: {cfg.trainable}, {cfg.settings.algorithm}{subset}, "
+    goal = f"{'maximize' if cfg.objective.mode == 'max' else 'minimize'} {cfg.objective.metric}"
+    return (f"study {cfg.study}: {goal}; {cfg.trainable}, {cfg.settings.algorithm}{subset}, "
             f"{cfg.run.trials} trials, {cfg.run.max_concurrent} at once on {where}{budget}"
             f"{context}{again}; MLflow {cfg.mlflow.tracking_uri} experiment '{cfg.experiment}'")
 
