@@ -589,3 +589,35 @@ def test_a_study_against_a_dead_server_finishes_and_resume_sends_the_backlog(ray
         assert sorted(int(c.data.tags["trial_id"]) for c in children) == list(range(6))
     finally:
         server.kill()
+
+
+def test_a_study_never_waits_long_for_an_mlflow_that_does_not_answer(tmp_path):
+    """MLflow at a server that takes connections and never answers (every call hangs until its
+    own timeout): the study waits ``mlflow.timeout`` (5 s) at its start and at its end at most,
+    says so, and keeps every trial; --resume, with MLflow back, logs each of them once."""
+    deaf = socket.socket()
+    deaf.bind(("127.0.0.1", 0))
+    deaf.listen(128)
+    uri = f"http://127.0.0.1:{deaf.getsockname()[1]}"
+    cfg = study(tmp_path, study="deaf", run={"trials": 6, "max_concurrent": 2},
+                trainable_options={"time_scale": 0.1, "cv": 0.3},
+                mlflow={"tracking_uri": uri, "timeout": 5})
+    path = config_file(tmp_path, cfg)
+    t0 = time.monotonic()
+    p = cli("run", str(path), cwd=tmp_path)
+    out = p.communicate(timeout=300)[0]
+    took = time.monotonic() - t0
+    deaf.close()
+    assert p.returncode == 0, out
+    assert f"MLflow {uri} has not answered in 5 s: the study goes on" in out
+    assert "MLflow item(s) are not logged yet" in out and "--resume sends them" in out
+    busy = float(re.search(r"workers busy \d+% of (\d+) s", out).group(1))
+    assert took - busy < 45, out     # start-up and its end, bounded (HTTP calls alone take 40 s+)
+    with (Path(cfg["output"]) / "deaf" / "trials.csv").open() as fh:
+        assert [int(r["trial"]) for r in csv.DictReader(fh)] == list(range(6))
+    back = sqlite_store(tmp_path)
+    p = cli("run", str(path), "--resume", "--tracking-uri", back, cwd=tmp_path)
+    out = p.communicate(timeout=300)[0]
+    assert p.returncode == 0, out
+    _, children = child_runs(back, "deaf")
+    assert sorted(int(c.data.tags["trial_id"]) for c in children) == list(range(6))

@@ -21,7 +21,8 @@ def mlflow_tracker(cfg: StudyConfig) -> Tracker:
 
     # a distinct name per study start: two studies (or a --fresh one) in one experiment differ
     return TrackerProcess(cfg.mlflow.tracking_uri, cfg.experiment, cfg.directory,
-                          run_name=f"{cfg.study} {time.strftime('%Y-%m-%d %H:%M:%S')}")
+                          run_name=f"{cfg.study} {time.strftime('%Y-%m-%d %H:%M:%S')}",
+                          wait=cfg.mlflow.timeout)
 
 
 def study_runner(cfg: StudyConfig, *, resume: bool = False, fresh: bool = False,

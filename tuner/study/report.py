@@ -115,7 +115,8 @@ def finish(study: Study, table: TrialTable, tracker: Tracker, progress: Progress
     progress.message(
         f"{snap.done} finished, {snap.failed} failed/stopped, {snap.violations} over budget, "
         f"workers busy {100 * snap.utilization:.0f}% of {elapsed:.0f} s.\n"
-        f"state and trial table: {cfg.directory}/; MLflow run {run_id} ({uri}): "
+        f"state and trial table: {cfg.directory}/; MLflow run {run_id or 'not created yet'} "
+        f"({uri}): "
         f"{browse_text(uri, tracker.experiment_id)}"
         + (
             f"\n{unlogged} MLflow item(s) are not logged "

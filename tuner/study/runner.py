@@ -181,16 +181,13 @@ class StudyRunner:
             elif self.cfg.budget and self.cfg.budget.relative:
                 self.progress.message(f"budget: {budget_text(self.cfg.budget)} (measured when the "
                                       "study started; kept on --resume)")
-            took = tracking.result()
-            self.progress.message(f"MLflow {self.cfg.mlflow.tracking_uri}, experiment "
-                                  f"'{self.cfg.experiment}': ready in {took:.1f} s (started "
-                                  "alongside Ray)")
+            self._say_tracking(tracking)
             log_budget(self.tracker, self.cfg)
             self.logger = LogToTracker(self.study, self.tracker)
             self.logger.log_unlogged()
         except BaseException:
-            tracking.result(raise_error=False)
-            if self.tracker is not None and self.tracker.run_id is not None:
+            if (tracking.finished(self.cfg.mlflow.timeout) and self.tracker is not None
+                    and self.tracker.run_id is not None):
                 self.tracker.finish("FAILED")   # not left RUNNING; the next start adopts it
             self.executor.close()
             raise
@@ -327,6 +324,20 @@ class StudyRunner:
         for got in self.carried:
             self.progress.message(f"warm start: {got.text()}")
 
+    def _say_tracking(self, tracking: _InThread) -> None:
+        """Wait for the tracker (``mlflow.timeout`` seconds at most, counted from now: it
+        started beside Ray) and say how it went.  A tracker still starting goes on in the
+        background: the study's calls queue behind its start, and the trials never wait."""
+        mlflow, uri = self.cfg.mlflow, self.cfg.mlflow.tracking_uri
+        if tracking.finished(mlflow.timeout) or self.tracker is None:
+            took = tracking.result()
+            self.progress.message(f"MLflow {uri}, experiment '{self.cfg.experiment}': ready in "
+                                  f"{took:.1f} s (started alongside Ray)")
+            return
+        self.progress.message(f"MLflow {uri} has not answered in {mlflow.timeout:g} s: the study "
+                              f"goes on; what it logs is kept in {self.cfg.directory} and sent "
+                              "when MLflow answers (or by --resume)")
+
     def _start_tracking(self) -> float:
         """Start the tracker and its parent run; returns the seconds it took.  Runs in a thread
         beside the executor's start-up (``_run``); the budget follows in ``log_budget`` once it
@@ -429,6 +440,11 @@ class _InThread:
             self._value = fn()
         except BaseException as exc:   # handed to the caller of result()
             self._error = exc
+
+    def finished(self, timeout: float) -> bool:
+        """Whether ``fn`` returned (or raised) within ``timeout`` seconds from now."""
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
 
     def result(self, raise_error: bool = True) -> Any:
         self._thread.join()

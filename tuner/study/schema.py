@@ -124,6 +124,9 @@ MLFLOW_SCHEMA = {
     "tracking_uri": Field((str, None), None, doc="null: $MLFLOW_TRACKING_URI, else "
                           "`sqlite:///mlflow.db`."),
     "experiment": Field((str, None), None, doc="The MLflow experiment (null: the study's name)."),
+    "timeout": Field((float,), 30.0, above=0, doc="Seconds the study waits for MLflow at its "
+                     "start and at its end, at most; what MLflow has not taken by then stays in "
+                     "the study folder and `--resume` sends it. The trials never wait for it."),
 }
 STUDY_SCHEMA = {
     "study": Field((str,), None, doc="The study's name: its folder and MLflow experiment "
@@ -236,6 +239,7 @@ class RaySection:
 class MlflowSection:
     tracking_uri: str
     experiment: str | None
+    timeout: float = 30.0           # the longest the study waits for MLflow (start, end)
 
 
 @dataclass

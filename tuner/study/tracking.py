@@ -34,7 +34,7 @@ class Tracker(Protocol):
     def behind(self) -> int: ...       # calls not done yet
     def start(self, params: dict[str, Any], tags: dict[str, str] | None = None,
               resume_run_id: str | None = None) -> str: ...
-    def logged_trial_ids(self) -> set[int]: ...
+    def logged_trial_ids(self) -> set[int] | None: ...   # None: not known now
     def log_trial(self, record: TrialRecord) -> None: ...
     def log_progress(self, step: int, metrics: dict[str, float]) -> None: ...
     def log_params(self, params: dict[str, Any]) -> None: ...
@@ -117,9 +117,11 @@ class LogToTracker(LoopCallback):
         return len(done)
 
     def log_unlogged(self) -> None:
-        """Results saved in the state but not yet logged (a crash between the two)."""
+        """Results saved in the state but not yet logged (a crash between the two).  A tracker
+        that cannot say what it has (MLflow not answering) is handed every ended trial: it logs
+        each one once."""
         logged = self.tracker.logged_trial_ids()
-        self.to_log = sorted(set(self.study.ended()) - logged)
+        self.to_log = sorted(set(self.study.ended()) - (logged or set()))
         self.flush(final=True)
         for tid in self.study.unlogged_curves():    # saved before the crash, logged since
             self.study.curves.pop(tid)

@@ -34,6 +34,7 @@ import queue
 import subprocess
 import sys
 import threading
+import time
 from typing import Any, BinaryIO
 
 from tuner.study.record import TrialRecord
@@ -45,6 +46,10 @@ IDLE_EXIT = 3.0           # seconds a child with nothing left to do is given to 
 WAIT_POLL = 0.5           # seconds between checks that the child is alive while waiting
 
 
+class WriterSlow(RuntimeError):
+    """The writer did not answer within the time the driver waits (MLflow slow or stuck)."""
+
+
 class WriterGone(RuntimeError):
     """The writer process exited before it answered."""
 
@@ -54,7 +59,8 @@ class TrackerProcess:
     the module docstring).  Call it from one thread; ``close()`` ends the child."""
 
     def __init__(self, tracking_uri: str | None, experiment: str, spool_dir: str | os.PathLike,
-                 run_name: str | None = None, nice: int = WRITER_NICE):
+                 run_name: str | None = None, nice: int = WRITER_NICE, wait: float = 30.0):
+        self.wait = wait        # seconds the driver waits for an answer that MLflow holds up
         read_fd, write_fd = os.pipe()
         self._proc = subprocess.Popen([sys.executable, "-m", __name__, str(write_fd), str(nice)],
                                       stdin=subprocess.PIPE, pass_fds=(write_fd,))
@@ -87,10 +93,10 @@ class TrackerProcess:
         return self._attribute("experiment_id")
 
     def _attribute(self, name: str) -> Any:
-        """The child tracker's attribute ``name``; None if the writer is gone."""
+        """The child tracker's attribute ``name``; None if the writer is gone or stuck."""
         try:
-            return self._call(name)
-        except WriterGone:
+            return self._call(name, timeout=self.wait)
+        except (WriterGone, WriterSlow):
             return None
 
     @property
@@ -102,17 +108,28 @@ class TrackerProcess:
               resume_run_id: str | None = None) -> str:
         return self._call("start", params, tags, resume_run_id=resume_run_id)
 
-    def logged_trial_ids(self) -> set[int]:
-        return self._call("logged_trial_ids")
+    def logged_trial_ids(self) -> set[int] | None:
+        """``StudyTracker.logged_trial_ids``; None when the writer does not answer in time."""
+        try:
+            return self._call("logged_trial_ids", timeout=self.wait)
+        except WriterSlow:
+            return None
 
     def flush(self) -> int:
         return self._call("flush")
 
     def finish(self, status: str = "FINISHED") -> int:
-        """``StudyTracker.finish`` after everything sent before; if the child is gone, warns and
-        returns the number of calls it did not do (a resumed study logs the missing trials)."""
+        """``StudyTracker.finish`` after everything sent before, waiting ``wait`` seconds at
+        most; if the child is gone or stuck (then ended), warns and returns the number of
+        calls it did not do (a resumed study logs the missing trials)."""
         try:
-            return self._call("finish", status)
+            return self._call("finish", status, timeout=self.wait)
+        except WriterSlow:
+            left = len(self._unacked) + 1
+            log.warning("MLflow did not take the study's last %d item(s) within %g s; they are "
+                        "kept in the study folder and --resume sends them", left, self.wait)
+            self._end()
+            return left
         except WriterGone as exc:
             log.warning("MLflow: %s; %d logging call(s) were not done (--resume logs the missing "
                         "trials)", exc, len(self._unacked))
@@ -138,11 +155,12 @@ class TrackerProcess:
     def log_artifacts(self, paths: list[Any]) -> None:
         self._send("log_artifacts", [str(p) for p in paths])
 
-    def close(self, timeout: float = 30.0) -> None:
-        """End the child once it has done everything sent (killed after ``timeout`` s).  With
-        every call done (each one's transaction committed), only the child's interpreter
-        teardown is left, which a niced child beside CPU-bound jobs may take long over: it is
-        given a few seconds and then ended quietly."""
+    def close(self, timeout: float | None = None) -> None:
+        """End the child once it has done everything sent (killed after ``timeout`` s, by
+        default ``wait``).  With every call done (each one's transaction committed), only the
+        child's interpreter teardown is left, which a niced child beside CPU-bound jobs may take
+        long over: it is given a few seconds and then ended quietly."""
+        timeout = self.wait if timeout is None else timeout
         with self._lock:
             idle = not self._unacked and not self._waiting
         self._outbox.put(None)
@@ -155,6 +173,13 @@ class TrackerProcess:
             self._proc.kill()
             self._proc.wait()
 
+    def _end(self) -> None:
+        """Kill the child at once (it holds up the study: ``finish`` timed out)."""
+        with self._lock:
+            self._gone = True
+        self._proc.kill()
+        self._proc.wait()
+
     # --- the pipes --------------------------------------------------------------------------
 
     def _send(self, method: str, *args: Any, **kwargs: Any) -> int:
@@ -164,7 +189,9 @@ class TrackerProcess:
         self._outbox.put((seq, method, args, kwargs))
         return seq
 
-    def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
+    def _call(self, method: str, *args: Any, timeout: float | None = None, **kwargs: Any) -> Any:
+        """The child tracker's ``method(*args, **kwargs)``; ``WriterGone`` if the child is gone,
+        ``WriterSlow`` once ``timeout`` seconds passed without an answer."""
         box: queue.SimpleQueue = queue.SimpleQueue()
         seq = next(self._seq)
         with self._lock:
@@ -172,15 +199,20 @@ class TrackerProcess:
                 raise WriterGone(self._exit_text())
             self._waiting[seq] = box
         self._outbox.put((seq, method, args, kwargs))
+        deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             try:
                 value, error = box.get(timeout=WAIT_POLL)
                 break
             except queue.Empty:
-                if self._gone or self._proc.poll() is not None:
+                gone = self._gone or self._proc.poll() is not None
+                if gone or (deadline is not None and time.monotonic() > deadline):
                     with self._lock:
                         self._waiting.pop(seq, None)
-                    raise WriterGone(self._exit_text()) from None
+                    if gone:
+                        raise WriterGone(self._exit_text()) from None
+                    raise WriterSlow(f"MLflow did not answer {method} within "
+                                     f"{timeout:g} s") from None
         if error is not None:
             raise error
         return value
