@@ -68,7 +68,11 @@ def test_asha_stops_runs_mid_curve_and_each_curve_is_in_mlflow(ray_session, tmp_
         assert row["status"] == "STOPPED" and row["reason"].startswith("ASHA")
         assert 1 <= float(row["epoch"]) < EPOCHS                     # the last epoch it reached
         assert tr.partial == pytest.approx(CURVES.score(tr.config, float(row["epoch"])))
+        assert float(row["score"]) == pytest.approx(tr.partial)        # the value it reached
     assert all(float(rows[tr.trial_id]["epoch"]) == EPOCHS for tr in finished)
+    # stopped runs are counted apart from failed ones, on the progress line and at the end
+    assert f"{len(finished)} finished, {len(stopped)} stopped, 0 failed, " in printed
+    assert re.search(r"finished \d+/14  stopped \d+  failed 0  ", printed)
     curves = read_curves(result.directory / "curves.csv", "score")     # the plot's data
     assert sorted(curves) == list(range(14))
     for tr in stopped + finished:
@@ -143,8 +147,8 @@ def test_driver_killed_mid_curve_then_resume_loses_and_logs_nothing_twice(tmp_pa
     folder = Path(cfg["output"]) / "killed-curves"
     p = cli("run", str(path), cwd=tmp_path)
     for line in p.stdout:
-        m = re.search(r"finished (\d+)/\d+  failed (\d+)", line)
-        if m and int(m.group(1)) + int(m.group(2)) >= 4:
+        m = re.search(r"finished (\d+)/\d+  stopped (\d+)  failed (\d+)", line)
+        if m and int(m.group(1)) + int(m.group(2)) + int(m.group(3)) >= 4:
             break
     time.sleep(0.15)                                   # the next runs are mid-curve
     p.send_signal(signal.SIGKILL)

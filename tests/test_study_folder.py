@@ -218,3 +218,22 @@ def test_the_first_line_says_what_the_study_maximizes_or_minimizes(tmp_path):
     assert banner(cfg, "a local Ray", []).startswith("study s: maximize accuracy; logreg, ")
     cfg = config(tmp_path, objective={"metric": "accuracy", "mode": "min"})
     assert "study s: minimize accuracy; " in banner(cfg, "a local Ray", [])
+
+
+def test_the_summary_names_a_stopped_run_that_had_reached_more_than_the_best_finished(tmp_path):
+    from tuner.core.trial import Status
+    from tuner.study.report import best_stopped_line
+
+    cfg = config(tmp_path, objective={"metric": "accuracy", "mode": "max"})
+    opt = Optimizer(cfg.space, cfg.settings, clock=lambda: 0.0)
+    study = Study(cfg, opt, Session(), lambda: 0.0, 0.0)
+    done, cut = opt.suggest().trial_id, opt.suggest().trial_id
+    opt.tell(done, 0.93)
+    opt.report(cut, 0.96, progress=0.25)
+    opt.fail(cut, "ASHA: at rung 1", status=Status.STOPPED)
+    line = best_stopped_line(study)
+    assert line.startswith(f"a run stopped early had reached more: trial {cut}, accuracy 0.96")
+    assert "(ASHA: at rung 1); the best finished run has 0.93" in line
+    assert study.row(cut)["accuracy"] == 0.96 and study.row(cut)["status"] == "STOPPED"
+    snap = study.snapshot(1.0)
+    assert (snap.done, snap.stopped, snap.failed) == (1, 1, 0)

@@ -27,15 +27,18 @@ class Snapshot:
     elapsed: float
     best_over: float | None = None       # best score among finished trials over the budget
     best_over_trial: int | None = None
+    stopped: int = 0                     # stopped by a rule: early (STOPPED) or at a limit
+    projected: int = 0                   # over the budget by a stopped run's projected time
 
 
 def format_line(s: Snapshot) -> str:
     best = "-" if s.best is None else f"{s.best:.4f} (trial {s.best_trial})"
     if s.best is None and s.best_over is not None:
         best = f"- ({s.best_over:.4f} over budget, trial {s.best_over_trial})"
-    return (f"[{_clock(s.elapsed)}] finished {s.done}/{s.total}  failed {s.failed}  "
-            f"running {s.running}  best {best}  over budget {s.violations}  "
-            f"busy {100 * s.utilization:.0f}%")
+    projected = f" ({s.projected} projected)" if s.projected else ""
+    return (f"[{_clock(s.elapsed)}] finished {s.done}/{s.total}  stopped {s.stopped}  "
+            f"failed {s.failed}  running {s.running}  best {best}  over budget "
+            f"{s.violations}{projected}  busy {100 * s.utilization:.0f}%")
 
 
 class Progress:

@@ -111,9 +111,15 @@ def finish(study: Study, table: TrialTable, tracker: Tracker, progress: Progress
                              f"no trial finished: {diagnosis(study)}" + best_partial_line(study)))
     if over is not None:
         progress.message(over_line(study, over))
+    stopped_more = best_stopped_line(study) if finished else ""
+    if stopped_more:
+        progress.message(stopped_more)
     uri, run_id = cfg.mlflow.tracking_uri, study.session.run_id
     progress.message(
-        f"{snap.done} finished, {snap.failed} failed/stopped, {snap.violations} over budget, "
+        f"{snap.done} finished, {snap.stopped} stopped, {snap.failed} failed, "
+        f"{snap.violations} over budget"
+        + (f" ({snap.projected} of them stopped early, over it by their projected run time)"
+           if snap.projected else "") + ", "
         f"workers busy {100 * snap.utilization:.0f}% of {elapsed:.0f} s.\n"
         f"state and trial table: {cfg.directory}/; MLflow run {run_id or 'not created yet'} "
         f"({uri}): "
@@ -268,6 +274,23 @@ def best_line(study: Study, row: Mapping[str, Any]) -> str:
         return (f"{text}, OVER BUDGET ({b.metric} {used_text} > {b.seconds:.3g} s): no "
                 f"trial finished within the budget; {config}")
     return f"{text}, {b.metric} {used_text} within the budget of {b.seconds:.3g} s; {config}"
+
+
+def best_stopped_line(study: Study) -> str:
+    """A run stopped early that had reached more than the best finished run, on a line of its
+    own ('' if none): a stopping rule may have cut a run that would have won."""
+    sign, fid = mode_sign(study.cfg.objective.mode), study.cfg.fidelity
+    best = study.optimizer.best(trials=study.trials)
+    stopped = [tr for tr in study.trials if tr.status == Status.STOPPED and tr.partial is not None
+               and best is not None and sign * tr.partial > sign * best.value]
+    if not stopped:
+        return ""
+    tr = max(stopped, key=lambda tr: sign * tr.partial)
+    at = "" if fid is None or tr.progress is None else (
+        f" at {fid.metric} {tr.progress * fid.max:g} of {fid.max:g}")
+    return (f"a run stopped early had reached more: trial {tr.trial_id}, {study.metric} "
+            f"{tr.partial:.4g}{at} ({tr.reason}); the best finished run has {best.value:.4g}; "
+            "a later first rung (early_stopping.grace) keeps such runs longer")
 
 
 def best_partial_line(study: Study) -> str:

@@ -98,8 +98,12 @@ class Study:
         now = self.clock()
         busy = self.session.busy_seconds + sum(now - start for start in self.running.values())
         slots = self.cfg.run.max_concurrent
+        stops = (Status.STOPPED, Status.TIMED_OUT)
         return Snapshot(done=sum(tr.status == Status.FINISHED for tr in ended),
-                        failed=sum(tr.status != Status.FINISHED for tr in ended),
+                        stopped=sum(tr.status in stops for tr in ended),
+                        failed=sum(tr.status not in (Status.FINISHED, *stops) for tr in ended),
+                        projected=sum(tr.status == Status.STOPPED and self.over_budget(tr.trial_id)
+                                      for tr in ended),
                         running=len(self.running), total=self.cfg.run.trials,
                         best=None if best is None else best.value,
                         best_trial=None if best is None else best.trial_id,
@@ -111,7 +115,10 @@ class Study:
     def row(self, tid: int) -> dict[str, Any]:
         """A trial's line of ``trials.csv``."""
         tr, where = self.optimizer.trials[tid], self.session.where.get(tid, {})
-        return {"trial": tid, "status": str(tr.status), self.metric: tr.value,
+        # a run the study stopped shows the value it reached (its status says it was stopped)
+        value = tr.partial if tr.value is None and tr.status in (Status.STOPPED,
+                                                                 Status.TIMED_OUT) else tr.value
+        return {"trial": tid, "status": str(tr.status), self.metric: value,
                 "runtime": tr.metrics.get("runtime"), "over_budget": int(self.over_budget(tid)),
                 "train_time": tr.metrics.get("train_time"), "cpu_time": tr.metrics.get("cpu_time"),
                 "pending_at_suggest": tr.pending_at_suggest, "start": tr.start_time,

@@ -109,7 +109,7 @@ class LogToTracker(LoopCallback):
         if final or (done and now - self.progress_logged >= PROGRESS_EVERY):
             self.progress_logged = now
             snap = self.study.snapshot()
-            metrics = {"finished": snap.done, "failed": snap.failed,
+            metrics = {"finished": snap.done, "stopped": snap.stopped, "failed": snap.failed,
                        "over_budget": snap.violations, "utilization": snap.utilization}
             if snap.best is not None:
                 metrics["best_so_far"] = snap.best
