@@ -1,10 +1,11 @@
 import json
+import re
 
 import numpy as np
 import pytest
 
 from conftest import optimizer
-from tuner import ALGORITHMS, Optimizer
+from tuner import ALGORITHMS, Optimizer, SpaceError
 from tuner.core.gp import GaussianProcess, Hyperparameters
 from tuner.core.posterior import Posterior
 from tuner.core.kernels import SquaredExponential
@@ -227,3 +228,30 @@ def test_bad_tells_are_clear():
     assert opt.trials[s2.trial_id].status == "FAILED"
     with pytest.raises(ValueError, match="not a tuner.optimizer state"):
         Optimizer.from_state({"format": "something"})
+
+
+@pytest.mark.parametrize("value", [None, [0.5], "0.5", True, {"v": 1}])
+def test_a_result_that_is_no_number_is_refused_naming_the_trial_and_the_value(value):
+    opt = Optimizer(MIXED, seed=0)
+    tid = opt.suggest().trial_id
+    with pytest.raises(ValueError, match=rf"tell\(trial {tid}\): the value must be a number, "
+                                         rf"got {re.escape(repr(value))}"):
+        opt.tell(tid, value)
+    with pytest.raises(ValueError, match=rf"tell\(trial {tid}\): metrics\['cost'\] must be a "
+                                         r"number, got '3'"):
+        opt.tell(tid, 0.5, {"cost": "3"})
+    with pytest.raises(ValueError, match=rf"report\(trial {tid}\): the value must be a number"):
+        opt.report(tid, value, progress=1)
+    opt.tell(tid, 0.5)                   # the refusals left the trial running
+    assert opt.trials[tid].value == 0.5
+
+
+def test_a_configuration_outside_the_space_is_refused_not_clipped():
+    opt = Optimizer(MIXED, seed=0)
+    config = dict(opt.suggest().config)
+    name = next(k for k, p in MIXED.items() if p["type"] == "float")
+    with pytest.raises(SpaceError, match=rf"suggest\(config\)\.{name}: value .* is outside"):
+        opt.suggest(config={**config, name: MIXED[name]["high"] * 10})
+    with pytest.raises(SpaceError, match=r"suggest\(config\) lacks parameter\(s\)"):
+        opt.suggest(config={name: config[name]})
+    assert len(opt.trials) == 1

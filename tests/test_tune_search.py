@@ -275,6 +275,11 @@ def test_save_restore_round_trip(tmp_path):
     again.restore_from_dir(str(tmp_path))
     again.optimizer.clock = fixed
     assert again.suggest("n2") == searcher.suggest("n2")
+    # into a searcher of another space: refused, naming both spaces
+    other = TunerSearch({"y": tune.uniform(0.0, 1.0)}, metric="loss", mode="min")
+    with pytest.raises(ValueError, match=r"restore: the checkpoint was saved for the search "
+                                         r"space \{'x': .*this searcher's is \{'y'"):
+        other.restore(str(path))
 
 
 def test_time_budget_sets_the_deadline_and_a_restore_keeps_the_time_left():

@@ -53,7 +53,7 @@ from .settings import Settings, overridden
 from .space import SearchSpace
 from .state import built_with, changing_state, restore, state_dict
 from .stops import StopRules
-from .trial import Status, Trial, finite, mode_sign
+from .trial import Status, Trial, finite, mode_sign, number, numbers_of
 from .views import PosteriorView
 
 
@@ -181,6 +181,7 @@ class Optimizer:
             self.estimates.start_round(t)
         search = self.settings.research.search
         if config is not None:
+            self.space.check(config, "suggest(config)")
             self.chooser.maybe_subset(t, lambda: self.chooser.usable(now, t)[1], choosing=False)
             x = self.space.encode(config)
         elif self.algorithm.estimate == "random" or t < self.n_initial:
@@ -226,10 +227,10 @@ class Optimizer:
             metrics: its other metrics; every constrained metric is required.
             finish_time: when it finished (default: the clock's time).
         """
+        value = number(value, f"tell(trial {trial_id}): the value")
+        metrics = numbers_of(metrics, f"tell(trial {trial_id}): metrics")
         trial = self.ledger.running_trial(trial_id)
-        metrics = {k: float(v) for k, v in (metrics or {}).items()}
         check_reported(trial, self.constraints, metrics)
-        value = float(value)
         trial.metrics.update(metrics)
         self.ledger.end(trial, self.clock() if finish_time is None else finish_time)
         if not math.isfinite(value):
@@ -276,6 +277,9 @@ class Optimizer:
             metrics: other metrics reported with it.
             elapsed: seconds since its start (its pace: ``Trial.projected_runtime``).
         """
+        value = number(value, f"report(trial {trial_id}): the value")
+        progress = number(progress, f"report(trial {trial_id}): progress")
+        metrics = numbers_of(metrics, f"report(trial {trial_id}): metrics")
         trial = self.ledger.running_trial(trial_id)
         if trial.progress is not None and progress < trial.progress:
             raise ValueError(f"trial {trial_id}: progress {progress} reported after "
@@ -303,6 +307,7 @@ class Optimizer:
             finish_time: when it ended (default: the clock's time).
             status: FAILED, TIMED_OUT, STOPPED or KILLED.
         """
+        metrics = numbers_of(metrics, f"fail(trial {trial_id}): metrics")
         trial = self.ledger.running_trial(trial_id)
         status = Status(status)
         if not status.censored:

@@ -255,6 +255,20 @@ class SearchSpace:
             out.extend(p.encode(config[name]))
         return np.asarray(out, dtype=float)
 
+    def check(self, config: Mapping[str, Any], where: str = "config") -> None:
+        """Raise ``SpaceError`` naming the parameter if ``config`` lacks one, or holds a value
+        outside its range or choices (``encode`` would clip it without a word)."""
+        if not isinstance(config, Mapping):
+            raise SpaceError(f"{where}: expected a mapping of parameter values, got {config!r}")
+        missing = [k for k in self.params if k not in config]
+        if missing:
+            raise SpaceError(f"{where} lacks parameter(s) {missing}")
+        for name, p in self.params.items():
+            try:
+                check_value(p, config[name])
+            except (SpaceError, TypeError, ValueError) as exc:
+                raise SpaceError(f"{where}.{name}: {exc}") from None
+
     def decode(self, u: np.ndarray) -> dict[str, Any]:
         u = np.asarray(u, dtype=float)
         return {name: p.decode(u[self._slices[name]]) for name, p in self.params.items()}

@@ -19,6 +19,7 @@ rather than at the minimum (``research.censor_at_partial``).
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Mapping
@@ -106,6 +107,21 @@ class Trial:
 def mode_sign(mode: str) -> float:
     """+1 for ``mode`` max, -1 for min: ``mode_sign(mode) * value`` is a maximization."""
     return 1.0 if mode == "max" else -1.0
+
+
+def number(value: Any, what: str) -> float:
+    """``value`` as a float; ValueError naming ``what`` if it is no number (a string, a bool,
+    None, a list: what ``float()`` would take or wrongly accept)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ValueError(f"{what} must be a number, got {value!r}")
+    return float(value)
+
+
+def numbers_of(metrics: Mapping[str, Any] | None, what: str) -> dict[str, float]:
+    """Every value of ``metrics`` as a float (``number``), named ``what[key]`` if one is not."""
+    if metrics is not None and not isinstance(metrics, Mapping):
+        raise ValueError(f"{what} must be a mapping of names to numbers, got {metrics!r}")
+    return {k: number(v, f"{what}[{k!r}]") for k, v in (metrics or {}).items()}
 
 
 def finite(metrics: Mapping[str, float] | None) -> dict[str, float]:

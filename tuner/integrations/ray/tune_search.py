@@ -563,9 +563,15 @@ class TunerSearch(Searcher):
 
     def set_state(self, state: Mapping[str, Any]) -> None:
         opened(state, STATE_FORMAT, (STATE_VERSION,), "the TunerSearch checkpoint")
+        saved = None if state["space"] is None else SearchSpace.from_dict(state["space"])
+        if (self._space is not None and saved is not None
+                and saved.to_dict() != self._space.to_dict()):
+            raise ValueError(f"restore: the checkpoint was saved for the search space "
+                             f"{saved.to_dict()}, this searcher's is {self._space.to_dict()}; "
+                             "restore it into a TunerSearch of the same space")
         self._metric, self._mode = state["metric"], state["mode"]
         self._settings = dict(state["settings"])
-        self._space = None if state["space"] is None else SearchSpace.from_dict(state["space"])
+        self._space = saved
         # Constants that could not be stored keep the values this instance already has.
         self._constants = {**self._constants, **state["constants"]}
         self._points = [dict(p) for p in state["points_to_evaluate"]]
