@@ -252,16 +252,18 @@ def test_ctrl_c_then_resume_loses_and_duplicates_nothing(tmp_path):
     cfg = study(tmp_path, study="resumable", run={"trials": 8, "max_concurrent": 2},
                 trainable_options={"time_scale": 0.4, "cv": 0.3}, budget={"limit": "3x"})
     path = config_file(tmp_path, cfg)
-    p = cli("run", str(path), cwd=tmp_path)
+    p = cli("run", str(path), cwd=tmp_path, start_new_session=True)
     lines = []
     for line in p.stdout:                           # wait for a few finished trials
         lines.append(line)
         if line.startswith("[") and finished(line) >= 3:
             break
-    p.send_signal(signal.SIGINT)
+    os.killpg(p.pid, signal.SIGINT)     # as a terminal's Ctrl-C: every process of the group
     out = "".join(lines) + p.communicate(timeout=120)[0]
     assert p.returncode == 130, out
     assert "interrupted" in out and "--resume" in out
+    assert "Traceback" not in out and "KeyboardInterrupt" not in out   # the writer's neither
+    assert "plots: not drawn on an interruption (tuner plot resumable draws them)" in out
     state = json.loads((tmp_path / "runs" / "resumable" / "state.json").read_text())
     statuses = [t["status"] for t in state["optimizer"]["trials"]]
     assert 3 <= statuses.count("FINISHED") < 8 and "RUNNING" in statuses

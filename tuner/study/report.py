@@ -96,7 +96,10 @@ def finish(study: Study, table: TrialTable, tracker: Tracker, progress: Progress
     over = best_over_budget(study, finished)
     if finished:
         paths += _write_best(study, top[0], tracker, over)
-    paths += _plots(study, rows, progress)
+    if status == Status.KILLED:    # interrupted: the user waits; `tuner plot STUDY` draws them
+        progress.message(f"plots: not drawn on an interruption (tuner plot {cfg.study} draws them)")
+    else:
+        paths += _plots(study, rows, progress)
     tracker.log_artifacts(paths)
     behind = tracker.behind
     with (progress.phase(f"MLflow: logging the last {behind} item(s)") if behind > 1

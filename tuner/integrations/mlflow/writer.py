@@ -31,6 +31,7 @@ import logging
 import os
 import pickle
 import queue
+import signal
 import subprocess
 import sys
 import threading
@@ -332,6 +333,9 @@ def serve(requests: BinaryIO, replies: BinaryIO, nice: int = 0) -> None:
 
 
 def main(argv: list[str]) -> None:
+    # Ctrl-C reaches every process of the terminal's group: the driver decides what happens
+    # (it says when to close), so the writer neither stops mid-call nor prints a traceback
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     reply_fd, nice = int(argv[0]), int(argv[1])
     replies = os.fdopen(reply_fd, "wb")
     try:
