@@ -623,3 +623,68 @@ def test_a_study_never_waits_long_for_an_mlflow_that_does_not_answer(tmp_path):
     assert p.returncode == 0, out
     _, children = child_runs(back, "deaf")
     assert sorted(int(c.data.tags["trial_id"]) for c in children) == list(range(6))
+
+
+def _started(proc: subprocess.Popen, timeout: float = 120.0) -> str:
+    """What a ``ray start --block`` printed until its runtime started (or it exited)."""
+    out, t0 = [], time.monotonic()
+    for line in proc.stdout:
+        out.append(line)
+        if "Ray runtime started" in line or time.monotonic() - t0 > timeout:
+            break
+    return "".join(out)
+
+
+def test_two_nodes_started_as_the_cluster_docs_say_run_the_studys_trials(tmp_path):
+    """docs/how-to/ray-cluster.md with real `ray start` processes: a head with token
+    authentication on, a node without the head's token refused, a node with it joining, and
+    a study whose driver has the token running its trials on both nodes."""
+    ray_cli = str(Path(sys.executable).parent / "ray")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    homes = {name: tmp_path / name for name in ("head", "node")}
+    for home in homes.values():
+        home.mkdir()
+    env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_USAGE_STATS_ENABLED": "0"}
+    on = {name: {**env, "HOME": str(home)} for name, home in homes.items()}
+    subprocess.run([ray_cli, "get-auth-token", "--generate"], env=on["head"], check=True,
+                   capture_output=True, timeout=120)
+    started = []
+
+    def ray_start(*args, where):
+        proc = subprocess.Popen([ray_cli, "start", *args, "--num-cpus", "1", "--block",
+                                 "--disable-usage-stats"], env=on[where], text=True,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+        started.append(proc)
+        return proc
+
+    try:
+        head = ray_start("--head", "--port", str(port), "--include-dashboard=false", where="head")
+        assert "Ray runtime started" in _started(head)
+        refused = ray_start("--address", f"127.0.0.1:{port}", where="node")
+        out = refused.communicate(timeout=120)[0]
+        assert refused.returncode != 0 and "no authentication token was found" in out
+        (homes["node"] / ".ray").mkdir()
+        (homes["node"] / ".ray" / "auth_token").write_bytes(
+            (homes["head"] / ".ray" / "auth_token").read_bytes())      # the token, copied
+        node = ray_start("--address", f"127.0.0.1:{port}", where="node")
+        assert "Ray runtime started" in _started(node)
+        cfg = study(tmp_path, study="twonodes", run={"trials": 8, "max_concurrent": 2},
+                    trainable_options={"time_scale": 0.3, "cv": 0.3})
+        path = config_file(tmp_path, cfg)
+        p = subprocess.run([sys.executable, "-m", "tuner.app.cli", "run", str(path), "--address",
+                            f"127.0.0.1:{port}"], cwd=tmp_path, env=on["node"], text=True,
+                           capture_output=True, timeout=300)
+        assert p.returncode == 0, p.stdout + p.stderr
+        with (Path(cfg["output"]) / "twonodes" / "trials.csv").open() as fh:
+            rows = list(csv.DictReader(fh))
+        assert len(rows) == 8 and len({r["node"] for r in rows}) == 2
+    finally:
+        for proc in reversed(started):      # what this test started, by process group
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            proc.wait(timeout=60)

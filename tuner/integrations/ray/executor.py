@@ -238,7 +238,10 @@ def _init_ray(address: str | None, slots: int) -> None:
         ray.init(address=address, include_dashboard=False, log_to_driver=False,
                  configure_logging=False, **local)
     except (ConnectionError, RuntimeError, ValueError) as exc:
-        raise ConfigError(f"ray.address: could not connect to Ray at {address!r}: {exc}") from exc
+        raise ConfigError(f"ray.address: could not connect to Ray at {address!r}: {exc}; a "
+                          "cluster with token authentication also needs RAY_AUTH_MODE=token and "
+                          "the head's token in ~/.ray/auth_token here "
+                          "(docs/how-to/ray-cluster.md)") from exc
     finally:
         quiet.setLevel(level)
 
