@@ -44,7 +44,7 @@ def ray_session():
 
     from tuner.integrations.ray.executor import local_ray_config
 
-    ray.init(num_cpus=2, include_dashboard=False, ignore_reinit_error=True,
+    ray.init(address="local", num_cpus=2, include_dashboard=False, ignore_reinit_error=True,
              log_to_driver=False, configure_logging=False, _system_config=local_ray_config(2))
     yield ray
     ray.shutdown()

@@ -21,7 +21,7 @@ def fit(config):
     time.sleep(0.4)
     return {"score": config["x"], "gpus": os.environ.get("CUDA_VISIBLE_DEVICES", "unset")}
 
-ray.init(num_cpus=4, num_gpus=1, resources={"licence": 2}, include_dashboard=False,
+ray.init(address="local", num_cpus=4, num_gpus=1, resources={"licence": 2}, include_dashboard=False,
          log_to_driver=False)
 common = dict(space={"x": {"type": "float", "low": 0.0, "high": 1.0}}, objective="score",
               mlflow={"tracking_uri": "sqlite:///mlflow.db"}, output="runs")

@@ -8,10 +8,12 @@ import json
 import math
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -400,6 +402,24 @@ def test_an_address_where_nothing_answers_fails_at_once_naming_the_field(tmp_pat
     assert "Traceback" not in p.stderr
 
 
+def test_a_study_without_an_address_starts_its_own_ray_past_a_stale_cluster_file(tmp_path):
+    """A `ray start` killed without `ray stop` leaves ray_current_cluster naming a dead
+    cluster; ray.init() with no address would try to join it and fail."""
+    ray_tmp = Path(tempfile.mkdtemp(prefix="tuner-stale-"))     # short: Ray's socket paths
+    try:
+        (ray_tmp / "ray").mkdir()
+        (ray_tmp / "ray" / "ray_current_cluster").write_text("192.0.2.2:37337")
+        p = subprocess.run([sys.executable, "-m", "tuner.app.cli", "run", "--trials", "2",
+                            "--output", str(tmp_path / "runs"),
+                            "--tracking-uri", sqlite_store(tmp_path)],
+                           capture_output=True, text=True, cwd=tmp_path, timeout=300,
+                           env={**os.environ, "RAY_TMPDIR": str(ray_tmp)})
+        assert p.returncode == 0, p.stdout + p.stderr
+        assert "2 finished" in p.stdout
+    finally:
+        shutil.rmtree(ray_tmp, ignore_errors=True)
+
+
 def test_a_failed_start_leaves_no_running_parent_and_the_next_start_adopts_it(tmp_path):
     """A start-up failure (here the budget's reference run raises) ends the MLflow parent run
     as FAILED; a hard kill before the first state save leaves one behind; the next start of
@@ -652,9 +672,14 @@ def test_two_nodes_started_as_the_cluster_docs_say_run_the_studys_trials(tmp_pat
                    capture_output=True, timeout=120)
     started = []
 
+    # Each node's own short --temp-dir (socket paths stay short), so `ray start` leaves no
+    # /tmp/ray/ray_current_cluster behind that a later ray.init() would try to join.
+    temps = {name: tempfile.mkdtemp(prefix=f"tuner-{name}-") for name in homes}
+
     def ray_start(*args, where):
         proc = subprocess.Popen([ray_cli, "start", *args, "--num-cpus", "1", "--block",
-                                 "--disable-usage-stats"], env=on[where], text=True,
+                                 "--disable-usage-stats", "--temp-dir", temps[where]],
+                                env=on[where], text=True,
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 start_new_session=True)
         started.append(proc)
@@ -688,3 +713,5 @@ def test_two_nodes_started_as_the_cluster_docs_say_run_the_studys_trials(tmp_pat
             except ProcessLookupError:
                 pass
             proc.wait(timeout=60)
+        for temp in temps.values():
+            shutil.rmtree(temp, ignore_errors=True)

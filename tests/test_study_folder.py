@@ -237,3 +237,14 @@ def test_the_summary_names_a_stopped_run_that_had_reached_more_than_the_best_fin
     assert study.row(cut)["accuracy"] == 0.96 and study.row(cut)["status"] == "STOPPED"
     snap = study.snapshot(1.0)
     assert (snap.done, snap.stopped, snap.failed) == (1, 1, 0)
+
+
+def test_a_run_killed_while_it_started_leaves_nothing_that_stops_the_next(tmp_path):
+    """A driver killed before its first save leaves only the MLflow tracker's files: the next
+    start (plain or --resume) begins the study; the tracker adopts its parent run."""
+    cfg = config(tmp_path)
+    cfg.directory.mkdir(parents=True)
+    (cfg.directory / "mlflow_tracker.json").write_text("{}")
+    for flags in ({}, {"resume": True}):
+        (optimizer, restart), _ = prepare(cfg, **flags)
+        assert optimizer is not None and restart == []

@@ -524,7 +524,7 @@ class Said(tune.Callback):
 
 
 path, how = sys.argv[1], sys.argv[2]
-ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
 if how == "new":
     search = TunerSearch(metric="score", mode="max", seed=0, time_attr="epoch", max_t=EPOCHS,
                          n_candidates=128, research={"n_local": 16, "n_starts": 1})

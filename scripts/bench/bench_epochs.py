@@ -77,8 +77,8 @@ def main() -> None:
                     help="also run the reporting study with these early_stopping rules")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False,
-             _system_config=local_ray_config(2))
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False,
+             configure_logging=False, _system_config=local_ray_config(2))
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for seed in range(args.seeds):

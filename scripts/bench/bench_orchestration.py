@@ -97,7 +97,8 @@ def main() -> None:
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False,
+             configure_logging=False)
     ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
     rows = []
     storage = Path("/tmp/tuner_bench_orchestration")

@@ -112,7 +112,8 @@ def main() -> None:
     settings = {k: json.loads(v) for k, v in (item.split("=", 1) for item in args.set)}
     global LOW, HIGH
     LOW, HIGH = args.ms[0] / 1e3, args.ms[1] / 1e3
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False,
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False,
+             configure_logging=False,
              _system_config=local_ray_config(max(args.slots)))   # as `tuner run` starts it
     rows = []
     with tempfile.TemporaryDirectory() as tmp:

@@ -105,8 +105,12 @@ def kept_settings(saved: dict[str, Any], new: dict[str, Any], context: bool) -> 
 
 
 def earlier_records(directory: Path) -> list[str]:
-    """The files an earlier run of a study left in its folder (none: no folder, or empty)."""
-    return sorted(p.name for p in directory.iterdir()) if directory.is_dir() else []
+    """The files an earlier run of a study left in its folder that record trials (none: no
+    folder, or only the MLflow tracker's own files, which a run killed while it started leaves:
+    the next start adopts its parent run)."""
+    if not directory.is_dir():
+        return []
+    return sorted(p.name for p in directory.iterdir() if not p.name.startswith("mlflow_"))
 
 
 def lost_state(path: Path, found: list[str]) -> str:

@@ -227,9 +227,11 @@ class RayExecutor:
 
 
 def _init_ray(address: str | None, slots: int) -> None:
-    """A local Ray instance (address None) or a connection to a cluster (``auto``, host:port,
-    ``ray://host:10001``)."""
-    local = {"_system_config": local_ray_config(slots)} if address is None else {}
+    """A local Ray instance (address None, unless ``RAY_ADDRESS`` names a cluster, as in a Ray
+    job) or a connection to a cluster (``auto``, host:port, ``ray://host:10001``)."""
+    if address is None and not os.environ.get("RAY_ADDRESS"):
+        address = "local"       # not a cluster a stale /tmp/ray/ray_current_cluster names
+    local = {"_system_config": local_ray_config(slots)} if address == "local" else {}
     _check_reachable(address)
     quiet = logging.getLogger("ray")      # Ray's start-up notices (e.g. its token
     level = quiet.level                   # authentication) would land inside the study's output
