@@ -500,6 +500,72 @@ def test_driver_killed_then_resume_loses_reruns_and_logs_nothing_twice(tmp_path)
     assert sorted(int(c.data.tags["trial_id"]) for c in children) == list(range(10))
 
 
+def _can_mount_a_small_disk() -> bool:
+    """A tmpfs mounted in a user namespace of its own (``unshare -rm``): no privileges needed
+    where the kernel allows user namespaces, and the mount goes with the namespace."""
+    try:
+        return subprocess.run(["unshare", "-rm", "sh", "-c", "mount -t tmpfs tmpfs /mnt"],
+                              capture_output=True, timeout=60).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+@pytest.mark.skipif(not _can_mount_a_small_disk(), reason="needs unshare -rm to mount a tmpfs")
+def test_a_full_disk_stops_the_study_in_one_line_and_resume_completes_it(tmp_path):
+    """The study folder on a 48 kB filesystem: the study stops with one line naming the file
+    (exit 3, no traceback) and its MLflow parent run closed; once there is room, --resume
+    finishes it with every trial once in trials.csv and MLflow."""
+    cfg = study(tmp_path, study="full", run={"trials": 40, "max_concurrent": 2})
+    out = Path(cfg["output"])
+    out.mkdir()
+    path = config_file(tmp_path, cfg)
+    run = f"{sys.executable} -m tuner.app.cli run {path}"
+    parent = (f"{sys.executable} -c \"from mlflow.tracking import MlflowClient as C; "
+              f"c = C('{cfg['mlflow']['tracking_uri']}'); "
+              "e = c.get_experiment_by_name('full'); "
+              "print('parent', *[r.info.status for r in c.search_runs([e.experiment_id]) "
+              "if 'mlflow.parentRunId' not in r.data.tags])\"")
+    script = (f"mount -t tmpfs -o size=48k tmpfs {out} && {{ {run}; echo exit $?; {parent}; "
+              f"mount -o remount,size=8m {out} && {run} --resume; echo exit $?; "
+              f"grep -c FINISHED {out}/full/trials.csv; }}")
+    p = subprocess.run(["unshare", "-rm", "sh", "-c", script], cwd=tmp_path, text=True,
+                       capture_output=True, timeout=600)
+    said = p.stdout + p.stderr
+    assert re.findall(r"^exit (\d+)$", p.stdout, re.M) == ["3", "0"], said
+    errors = [line for line in p.stderr.splitlines() if line.startswith("tuner:")]
+    assert len(errors) == 1 and "No space left on device" in errors[0], said
+    assert "make room, then run it again with --resume" in errors[0]
+    assert "Traceback" not in said
+    assert "parent FAILED" in p.stdout, said         # closed, not left RUNNING
+    assert p.stdout.splitlines()[-1] == "40"         # trials.csv: 40 rows FINISHED
+    parent, children = child_runs(cfg["mlflow"]["tracking_uri"], "full")
+    assert parent.info.status == "FINISHED"
+    assert sorted(int(c.data.tags["trial_id"]) for c in children) == list(range(40))
+
+
+@pytest.mark.skipif(not _can_mount_a_small_disk(), reason="needs unshare -rm to mount a tmpfs")
+def test_an_mlflow_store_in_a_read_only_folder_holds_nothing_up(tmp_path):
+    """The sqlite store on a filesystem gone read-only: every trial runs, the summary says how
+    many items wait in the study folder, and the exit code is 0 (411 s of waiting seen
+    before mlflow.timeout bounded it)."""
+    store = tmp_path / "store"
+    store.mkdir()
+    uri = f"sqlite:///{store}/mlflow.db"
+    cfg = study(tmp_path, study="readonly", run={"trials": 6, "max_concurrent": 2},
+                mlflow={"tracking_uri": uri, "timeout": 10})
+    path = config_file(tmp_path, cfg)
+    create = (f"{sys.executable} -c \"from mlflow.tracking import MlflowClient as C; "
+              f"C('{uri}').search_experiments()\"")
+    script = (f"mount -t tmpfs tmpfs {store} && {create} && mount -o remount,ro {store} && "
+              f"{sys.executable} -m tuner.app.cli run {path}")
+    p = subprocess.run(["unshare", "-rm", "sh", "-c", script], cwd=tmp_path, text=True,
+                       capture_output=True, timeout=300)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "6 finished" in p.stdout
+    assert re.search(r"\d+ MLflow item\(s\) are not logged yet \(kept in .*readonly\); "
+                     "--resume sends them", p.stdout), p.stdout
+
+
 def test_a_second_start_of_a_running_study_is_refused_and_the_first_finishes(tmp_path):
     """One writer per study: while a study runs, starting it again (plain, --resume or
     --fresh) exits 2 naming the process that runs it, and changes nothing; the first finishes

@@ -275,6 +275,12 @@ def test_save_restore_round_trip(tmp_path):
     again.restore_from_dir(str(tmp_path))
     again.optimizer.clock = fixed
     assert again.suggest("n2") == searcher.suggest("n2")
+    # a damaged checkpoint: refused, naming the file
+    damaged = tmp_path / "damaged.json"
+    damaged.write_bytes(path.read_bytes()[:40])
+    with pytest.raises(ValueError, match=r"restore: .*damaged.json is not a TunerSearch "):
+        TunerSearch({"x": tune.uniform(0.0, 1.0)}, metric="loss", mode="min").restore(
+            str(damaged))
     # into a searcher of another space: refused, naming both spaces
     other = TunerSearch({"y": tune.uniform(0.0, 1.0)}, metric="loss", mode="min")
     with pytest.raises(ValueError, match=r"restore: the checkpoint was saved for the search "

@@ -46,9 +46,9 @@ def start(config: Path, resume: bool) -> subprocess.Popen:
 
 def kill_at(proc: subprocess.Popen, table: Path, on_row: bool, rng: random.Random) -> str:
     """Kill ``proc`` (its whole process group: the driver and its MLflow writer) when a new row
-    reaches ``table`` (``on_row``) or after a random 1-10 s; returns when."""
+    reaches ``table`` (``on_row``) or after a random 1-8 s; returns when."""
     t0, before = time.monotonic(), table.stat().st_size if table.exists() else 0
-    wait = rng.uniform(1.0, 10.0)
+    wait = rng.uniform(1.0, 8.0)
     while proc.poll() is None:
         now = time.monotonic() - t0
         if (on_row and table.exists() and table.stat().st_size > before) or (
@@ -63,7 +63,7 @@ def kill_at(proc: subprocess.Popen, table: Path, on_row: bool, rng: random.Rando
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--kills", type=int, default=30)
-    ap.add_argument("--trials", type=int, default=60)
+    ap.add_argument("--trials", type=int, default=300)   # more than 30 kills finish
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args(argv)
@@ -77,11 +77,13 @@ def main(argv: list[str] | None = None) -> int:
     folder = args.out / "runs" / "killed"
     table = folder / "trials.csv"
     seen: dict[str, str] = {}          # trial -> its finish time, as trials.csv showed it
+    missed = 0                         # kills that came after the study had ended
     for k in range(args.kills):
         proc = start(config, resume=k > 0)
         when = kill_at(proc, table, on_row=k % 2 == 0, rng=rng)
         shown = rows(table)
         seen.update({r["trial"]: r["finish"] for r in shown})
+        missed += when == "ended before the kill"
         print(f"kill {k + 1}: {when}; trials.csv has {len(shown)} rows", flush=True)
     final = subprocess.run([sys.executable, "-m", "tuner.app.cli", "run", str(config), "--resume"],
                            capture_output=True, text=True)
@@ -95,6 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     rerun = [t for t, finish in seen.items()
              if abs(float(state[int(t)]["finish_time"]) - float(finish)) > 1e-6]
     checks = {
+        f"all {args.kills} kills hit a running study": not missed,
         "the resume finished": final.returncode == 0,
         "every trial ended, in the state": ([t["status"] for t in state]
                                              == ["FINISHED"] * args.trials),

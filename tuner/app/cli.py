@@ -11,6 +11,7 @@ from typing import Any, Sequence
 
 from tuner.study.defaults import DEFAULT_STUDY
 from tuner.study.lock import StudyBusy
+from tuner.study.disk import StudyUnwritable
 from tuner.study.schema import ConfigError
 from tuner.study.config import load_study
 from tuner.study.executor import TrainableFailed
@@ -201,6 +202,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except TrainableFailed as exc:
         print(f"tuner: {exc}", file=sys.stderr)
         return 2
+    except StudyUnwritable as exc:     # a full disk, a read-only folder
+        print(f"tuner: {exc}", file=sys.stderr)
+        return 3
     except KeyboardInterrupt:
         print("tuner: interrupted", file=sys.stderr)
         return 130

@@ -10,13 +10,14 @@ too; on any error the temporary file is removed and the old file is left as it w
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
 
 def write_atomic(path: str | os.PathLike, text: str) -> None:
@@ -24,7 +25,7 @@ def write_atomic(path: str | os.PathLike, text: str) -> None:
     path = Path(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w") as fh:
+        with _naming(path), os.fdopen(fd, "w") as fh:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
@@ -36,10 +37,22 @@ def write_atomic(path: str | os.PathLike, text: str) -> None:
     fsync_dir(path.parent)
 
 
+@contextlib.contextmanager
+def _naming(path: Path) -> Iterator[None]:
+    """An OSError of a write (a full disk: ``write`` and ``close`` do not name the file) raised
+    as one that names ``path``, once."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.filename is not None:
+            raise
+        raise OSError(exc.errno, exc.strerror, str(path)) from None
+
+
 def append_line(path: str | os.PathLike, line: str, sync: bool = True) -> None:
     """Append ``line`` (with its newline) to ``path``, written through: a journal or spool entry
     survives a crash of the process once this returns, and (``sync``: fsync'd) of the machine."""
-    with open(path, "a") as fh:
+    with _naming(Path(path)), open(path, "a") as fh:
         fh.write(line)
         fh.flush()
         if sync:

@@ -53,8 +53,12 @@ class StudyLock:
                             "--resume") from None
         self.previous = _holder(fd)
         me = {"pid": os.getpid(), "host": socket.gethostname(), "since": time.time()}
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, json.dumps(me).encode(), 0)
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, json.dumps(me).encode(), 0)
+        except OSError:                 # a full disk: the lock goes with the descriptor
+            os.close(fd)
+            raise
         self._fd = fd
 
     @property
@@ -67,11 +71,15 @@ class StudyLock:
         """Let the lock go (the file stays: its text says who held it last)."""
         if self._fd is not None:
             me = {**(_holder(self._fd) or {}), "released": time.time()}
-            os.ftruncate(self._fd, 0)
-            os.pwrite(self._fd, json.dumps(me).encode(), 0)
-            fcntl.flock(self._fd, fcntl.LOCK_UN)
-            os.close(self._fd)
-            self._fd = None
+            try:
+                os.ftruncate(self._fd, 0)
+                os.pwrite(self._fd, json.dumps(me).encode(), 0)
+            except OSError:     # a full disk: without the mark, the next start says "took over"
+                pass
+            finally:
+                fcntl.flock(self._fd, fcntl.LOCK_UN)
+                os.close(self._fd)
+                self._fd = None
 
     def __enter__(self) -> StudyLock:
         self.acquire()

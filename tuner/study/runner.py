@@ -49,6 +49,7 @@ from .defaults import DEFAULT_STUDY, study_optimizer_defaults
 from .lock import StudyLock
 from .schema import ConfigError, StudyConfig
 from .config import earlier_default_budget
+from .disk import DISK_ERRORS, StudyUnwritable, unwritable
 from .executor import Executor
 from .progress import Progress
 from .report import StudyResult, banner, finish
@@ -163,6 +164,11 @@ class StudyRunner:
                                       "closing it (killed?); this run takes it over")
             try:
                 return self._run()
+            except OSError as exc:
+                if isinstance(exc, StudyUnwritable) or (exc.filename is None
+                                                         and exc.errno not in DISK_ERRORS):
+                    raise
+                raise StudyUnwritable(unwritable(exc, self.state_path)) from exc
             finally:
                 if self.tracker is not None:
                     self.tracker.close()
@@ -195,19 +201,32 @@ class StudyRunner:
                 self.tracker.finish("FAILED")   # not left RUNNING; the next start adopts it
             self.executor.close()
             raise
-        status, failure = self._loop(restart)
-        self.study.optimizer.run_fits_in(None)     # the executor's fit pool closes below
-        self.saver.save()
-        self.logger.flush(final=True)
+        try:
+            status, failure = self._loop(restart)
+            self.study.optimizer.run_fits_in(None)     # the executor's fit pool closes below
+            self.saver.save()
+            self.logger.flush(final=True)
+        except OSError:            # a write failed: the disk is full, or the folder read-only
+            self._close_failed()
+            raise
         closing = _InThread(self.executor.close)   # Ray shuts down while the report is written
         try:
             result = finish(self.study, self.table, self.tracker, self.progress, self.saver.save,
                             status, failure)
-        except BaseException:
+        except BaseException as exc:
             closing.result(raise_error=False)      # the report's error is the one to see
+            if isinstance(exc, OSError):
+                self._close_failed()   # the parent run may be ended twice: FAILED, as it ended
             raise
         closing.result()
         return result
+
+    def _close_failed(self) -> None:
+        """Ray shut down and the MLflow parent run ended FAILED (the next start adopts it), after
+        a write the study needs failed; nothing more is written to the study folder."""
+        self.executor.close()
+        if self.tracker is not None and self.tracker.run_id is not None:
+            self.tracker.finish("FAILED")
 
     def _open(self, optimizer: Optimizer) -> TrialTable:
         """The study in memory, with its state saver and trial table; returns the table."""

@@ -603,8 +603,14 @@ class TunerSearch(Searcher):
         write_atomic(checkpoint_path, text)
 
     def restore(self, checkpoint_path: str) -> None:
-        with open(checkpoint_path) as fh:
-            self.set_state(json.load(fh))
+        """The state ``save`` wrote; ValueError naming the file if it is not one."""
+        try:
+            with open(checkpoint_path) as fh:
+                state = json.load(fh)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise ValueError(f"restore: {checkpoint_path} is not a TunerSearch checkpoint "
+                             f"({exc})") from None
+        self.set_state(state)
 
     def save_to_dir(self, checkpoint_dir: str, session_str: str = "default") -> None:
         # Ray only tolerates NotImplementedError here; an unserializable state must not end
