@@ -465,9 +465,11 @@ def test_a_failed_start_leaves_no_running_parent_and_the_next_start_adopts_it(tm
     assert sorted(int(c.data.tags["trial_id"]) for c in children) == [0, 1, 2]
 
 
-def test_driver_killed_then_resume_loses_reruns_and_logs_nothing_twice(tmp_path):
-    """SIGKILL the driver mid-study: trials.csv is current up to the kill; --resume finishes the
-    study with every trial once in the state, the table and MLflow."""
+def test_driver_killed_then_resume_loses_reruns_and_logs_nothing_twice(tmp_path, busy_machine):
+    """SIGKILL the driver mid-study, on a machine two other jobs keep busy: trials.csv holds
+    what the state holds; --resume finishes the study with every trial once in the state, the
+    table and MLflow."""
+    busy_machine(2)
     cfg = study(tmp_path, study="killed", run={"trials": 10, "max_concurrent": 2},
                 trainable_options={"time_scale": 0.3, "cv": 0.3})
     path = config_file(tmp_path, cfg)
