@@ -183,6 +183,13 @@ def test_a_study_learns_from_earlier_ones_in_folders_and_in_mlflow(ray_session, 
     assert [t.get("origin") for t in state["optimizer"]["trials"]] == origins + [None]
     assert cli_main(args + ["--context", "rows=3000"]) == 2
     assert "the config changed ['context']" in capsys.readouterr().err
+    # --resume of a study whose folder is gone and whose trials MLflow holds: refused, not
+    # begun anew beside them
+    small = ["run", str(_yaml(tmp_path, "small", fit)), "--tracking-uri", uri, "--output", out]
+    assert cli_main(small + ["--resume"]) == 2
+    said = capsys.readouterr().err
+    assert f"but MLflow ({uri}) holds 8 trials of study 'small' (MLflow run" in said
+    assert "warm_start: [small]" in said and not (tmp_path / "runs" / "small").exists()
 
 
 def _yaml(tmp_path, name, fn):

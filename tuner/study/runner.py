@@ -252,6 +252,8 @@ class StudyRunner:
             return self._resumed()
         if self.resume and found:
             raise ConfigError(lost_state(path, found))
+        if self.resume and not exists:
+            self._refuse_what_only_mlflow_holds()
         # a new study: every check before --fresh moves anything
         self.earlier = earlier_studies(cfg, self.read_tracker)
         if self.fresh and (exists or found):
@@ -264,6 +266,32 @@ class StudyRunner:
         if cfg.budget_pending:   # created once the reference run has been measured
             return None, []
         return self._new_optimizer(), []
+
+    def _refuse_what_only_mlflow_holds(self) -> None:
+        """--resume of a study whose folder is gone: the trials MLflow holds of it are no state
+        to go on from, and beginning anew beside them would not be what was asked; ConfigError
+        if MLflow answers (within ``mlflow.timeout``) with any."""
+        cfg, uri = self.cfg, self.cfg.mlflow.tracking_uri
+        if self.read_tracker is None:
+            return
+        look = _InThread(lambda: self.read_tracker(cfg.study, cfg))
+        if not look.finished(cfg.mlflow.timeout):
+            self.progress.message(f"--resume: MLflow ({uri}) did not answer in "
+                                  f"{cfg.mlflow.timeout:g} s: not checked for runs of this study")
+            return
+        try:
+            earlier = look.result()
+        except Exception as exc:  # noqa: BLE001 - a store MLflow cannot read: say so, go on
+            self.progress.message(f"--resume: could not check MLflow ({uri}) for runs of this "
+                                  f"study: {type(exc).__name__}: {exc}")
+            return
+        if earlier is not None and earlier.trials:
+            raise ConfigError(
+                f"--resume: no study folder at {cfg.directory}, but MLflow ({uri}) holds "
+                f"{len(earlier.trials)} trials of study '{cfg.study}' ({earlier.source}); without "
+                "the folder's state they cannot be resumed: run without --resume to begin the "
+                "study anew beside them, or learn from them in a study of another name with "
+                f"warm_start: [{cfg.study}]")
 
     def _resumed(self) -> tuple[Optimizer, list[int]]:
         """The saved study (``_restore``); a state file that cannot be read, or holds what no
