@@ -101,6 +101,19 @@ def read_yaml(path: str | Path) -> dict[str, Any]:
     return dict(data)
 
 
+def _objective_section(given: Mapping[str, Any] | None, default_metric: str | None) -> Objective:
+    """The objective; a metric whose name reads as one to minimize needs its mode said."""
+    objective = Objective(**check_section("objective", given, {
+        **OBJECTIVE_SCHEMA, "metric": Field((str,), default_metric)}))
+    if "mode" not in (given or {}) and reads_as_minimized(objective.metric):
+        m = objective.metric
+        raise ConfigError(f"objective.mode: {m!r} reads as something to minimize, and a study "
+                          f"maximizes unless told: say objective: {{metric: {m}, mode: min}} "
+                          f"(tuner.run(..., objective={{'metric': '{m}', 'mode': 'min'}})), or "
+                          "mode: max to maximize it")
+    return objective
+
+
 def load_study(source: str | Path | Mapping[str, Any],
                overrides: Mapping[str, Any] | None = None) -> StudyConfig:
     """Read and validate a study (a YAML path or a mapping); ``overrides`` are command-line flags
@@ -132,14 +145,7 @@ def load_study(source: str | Path | Mapping[str, Any],
         SearchSpace.from_dict(space_spec)
     except ValueError as exc:
         raise ConfigError(str(exc)) from exc
-    objective = Objective(**check_section("objective", top["objective"], {
-        **OBJECTIVE_SCHEMA, "metric": Field((str,), trainable.objective)}))
-    if "mode" not in (top["objective"] or {}) and reads_as_minimized(objective.metric):
-        m = objective.metric
-        raise ConfigError(f"objective.mode: {m!r} reads as something to minimize, and a study "
-                          f"maximizes unless told: say objective: {{metric: {m}, mode: min}} "
-                          f"(tuner.run(..., objective={{'metric': '{m}', 'mode': 'min'}})), or "
-                          "mode: max to maximize it")
+    objective = _objective_section(top["objective"], trainable.objective)
     budget = _budget_section(top["budget"]) if top["budget"] else None
     run = _run_section(top["run"])
     fidelity, stopping = _progress_sections(top, trainable, options)
