@@ -236,6 +236,17 @@ def finished(progress_line: str) -> int:
     return int(re.search(r"finished (\d+)/", progress_line).group(1))
 
 
+def read_until_finished(p: subprocess.Popen, n: int) -> list[str]:
+    """The lines a running ``tuner run`` printed until its progress line showed ``n``
+    finished trials."""
+    lines = []
+    for line in p.stdout:
+        lines.append(line)
+        if line.startswith("[") and finished(line) >= n:
+            break
+    return lines
+
+
 def config_file(tmp_path: Path, cfg: dict, name: str = "study.yaml") -> Path:
     """``cfg`` written as a config file for ``tuner run`` (JSON is YAML)."""
     path = tmp_path / name
@@ -255,11 +266,7 @@ def test_ctrl_c_then_resume_loses_and_duplicates_nothing(tmp_path):
                 trainable_options={"time_scale": 0.4, "cv": 0.3}, budget={"limit": "3x"})
     path = config_file(tmp_path, cfg)
     p = cli("run", str(path), cwd=tmp_path, start_new_session=True)
-    lines = []
-    for line in p.stdout:                           # wait for a few finished trials
-        lines.append(line)
-        if line.startswith("[") and finished(line) >= 3:
-            break
+    lines = read_until_finished(p, 3)
     os.killpg(p.pid, signal.SIGINT)     # as a terminal's Ctrl-C: every process of the group
     out = "".join(lines) + p.communicate(timeout=120)[0]
     assert p.returncode == 130, out
@@ -475,9 +482,7 @@ def test_driver_killed_then_resume_loses_reruns_and_logs_nothing_twice(tmp_path,
     path = config_file(tmp_path, cfg)
     folder = Path(cfg["output"]) / "killed"
     p = cli("run", str(path), cwd=tmp_path)
-    for line in p.stdout:
-        if line.startswith("[") and finished(line) >= 4:
-            break
+    read_until_finished(p, 4)
     p.send_signal(signal.SIGKILL)
     p.communicate(timeout=60)
     with (folder / "trials.csv").open() as fh:
@@ -577,9 +582,7 @@ def test_a_second_start_of_a_running_study_is_refused_and_the_first_finishes(tmp
     path = config_file(tmp_path, cfg)
     folder = Path(cfg["output"]) / "twice"
     first = cli("run", str(path), cwd=tmp_path)
-    for line in first.stdout:
-        if line.startswith("[") and finished(line) >= 1:
-            break
+    read_until_finished(first, 1)
     for flags in ([], ["--resume"], ["--fresh"]):
         second = subprocess.run([sys.executable, "-m", "tuner.app.cli", "run", str(path), *flags],
                                 cwd=tmp_path, capture_output=True, text=True, timeout=120)
