@@ -197,7 +197,8 @@ def test_loop_on_ray_stops_a_trial_at_its_stop_time_not_a_poll_later(ray_session
     ray_session.cloudpickle.register_pickle_by_value(sys.modules[__name__])
     task = ray_session.remote(num_cpus=0.5, max_retries=0)(execute_trial)
     backend = RayBackend(task, sleeper, {}, seed=0, grace=5.0)
-    opt = Optimizer(LINE, algorithm="random", seed=0, clock=backend.clock,
+    sleeps = {"x": {"type": "float", "low": 0.0, "high": 3.0}}     # seconds the trial sleeps
+    opt = Optimizer(sleeps, algorithm="random", seed=0, clock=backend.clock,
                     constraints=[BUDGET], stop_margin=0.5, objective_bounds=(-1, 0))
     configs = iter([{"x": 0.05}, {"x": 3.0}, {"x": 0.05}, {"x": 3.0}])
     opt.suggest = _fixed(opt.suggest, configs)

@@ -164,7 +164,7 @@ def test_tuner_run_cli_tunes_module_function_from_yaml(tmp_path):
     p = subprocess.run([str(cli), "run", "study.yaml"], cwd=tmp_path,
                        capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
-    assert "6 finished, 0 failed" in p.stdout
+    assert "6 finished, 0 stopped, 0 failed" in p.stdout
     assert "best: trial" in p.stdout and "usertrain:fit" in p.stdout
     state = (Path(tmp_path) / "tuner_runs" / "from-yaml" / "state.json")
     assert state.exists()
