@@ -191,10 +191,10 @@ class StudyRunner:
             elif self.cfg.budget and self.cfg.budget.relative:
                 self.progress.message(f"budget: {budget_text(self.cfg.budget)} (measured when the "
                                       "study started; kept on --resume)")
-            self._say_tracking(tracking)
+            ready = self._say_tracking(tracking)
             log_budget(self.tracker, self.cfg)
             self.logger = LogToTracker(self.study, self.tracker)
-            self.logger.log_unlogged()
+            self.logger.log_unlogged(ask=ready)
         except BaseException:
             if (tracking.finished(self.cfg.mlflow.timeout) and self.tracker is not None
                     and self.tracker.run_id is not None):
@@ -375,19 +375,23 @@ class StudyRunner:
         for got in self.carried:
             self.progress.message(f"warm start: {got.text()}")
 
-    def _say_tracking(self, tracking: _InThread) -> None:
-        """Wait for the tracker (``mlflow.timeout`` seconds at most, counted from now: it
-        started beside Ray) and say how it went.  A tracker still starting goes on in the
-        background: the study's calls queue behind its start, and the trials never wait."""
+    def _say_tracking(self, tracking: _InThread) -> bool:
+        """Wait for the tracker (``START_WAIT`` or ``mlflow.timeout`` seconds, the shorter,
+        after it began starting beside Ray), say how it went and return whether it is ready.  A
+        tracker still starting goes on in the background: the study's calls queue behind its
+        start; the trials need none."""
         mlflow, uri = self.cfg.mlflow, self.cfg.mlflow.tracking_uri
-        if tracking.finished(mlflow.timeout) or self.tracker is None:
+        bound = min(mlflow.timeout, START_WAIT)
+        left = max(bound - (time.monotonic() - tracking.started), 0.0)
+        if tracking.finished(left) or self.tracker is None:
             took = tracking.result()
             self.progress.message(f"MLflow {uri}, experiment '{self.cfg.experiment}': ready in "
                                   f"{took:.1f} s (started alongside Ray)")
-            return
-        self.progress.message(f"MLflow {uri} has not answered in {mlflow.timeout:g} s: the study "
+            return True
+        self.progress.message(f"MLflow {uri} has not answered in {bound:g} s: the study "
                               f"goes on; what it logs is kept in {self.cfg.directory} and sent "
                               "when MLflow answers (or by --resume)")
+        return False
 
     def _start_tracking(self) -> float:
         """Start the tracker and its parent run; returns the seconds it took.  Runs in a thread
@@ -476,11 +480,17 @@ class StudyRunner:
         )
 
 
+# the longest a study's start waits for MLflow (a local sqlite store is ready in 2-7 s, beside
+# Ray's start-up); ``mlflow.timeout`` if shorter
+START_WAIT = 10.0
+
+
 class _InThread:
     """Call ``fn`` in a thread now; ``result()`` waits for it and returns its value (or raises
     its exception)."""
 
     def __init__(self, fn: Callable[[], Any]):
+        self.started = time.monotonic()
         self._value: Any = None
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._call, args=(fn,), daemon=True)

@@ -125,8 +125,9 @@ MLFLOW_SCHEMA = {
                           "`sqlite:///mlflow.db`."),
     "experiment": Field((str, None), None, doc="The MLflow experiment (null: the study's name)."),
     "timeout": Field((float,), 30.0, above=0, doc="Seconds the study waits for MLflow at its "
-                     "start and at its end, at most; what MLflow has not taken by then stays in "
-                     "the study folder and `--resume` sends it. The trials never wait for it."),
+                     "end, at most (at its start, 10 s at most after MLflow began starting "
+                     "beside Ray); what MLflow has not taken by then stays in the study folder "
+                     "and `--resume` sends it. The trials never wait for it."),
 }
 STUDY_SCHEMA = {
     "study": Field((str,), None, doc="The study's name: its folder and MLflow experiment "

@@ -116,12 +116,18 @@ class LogToTracker(LoopCallback):
             self.tracker.log_progress(self.study.n_ended(), metrics)
         return len(done)
 
-    def log_unlogged(self) -> None:
+    def log_unlogged(self, ask: bool = True) -> None:
         """Results saved in the state but not yet logged (a crash between the two).  A tracker
         that cannot say what it has (MLflow not answering) is handed every ended trial: it logs
-        each one once."""
-        logged = self.tracker.logged_trial_ids()
-        self.to_log = sorted(set(self.study.ended()) - (logged or set()))
+        each one once.
+
+        Args:
+            ask: whether to ask the tracker what it holds (it may wait ``mlflow.timeout``); not
+                asked when MLflow did not answer at the start, nor when no trial has ended.
+        """
+        ended = self.study.ended()
+        logged = self.tracker.logged_trial_ids() if ask and ended else None
+        self.to_log = sorted(set(ended) - (logged or set()))
         self.flush(final=True)
         for tid in self.study.unlogged_curves():    # saved before the crash, logged since
             self.study.curves.pop(tid)
