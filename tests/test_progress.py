@@ -206,6 +206,31 @@ def test_a_stopped_run_is_censored_at_the_value_it_reached():
         assert saved.trials[a].partial == pytest.approx(0.6) and saved.trials[a].progress == 0.5
 
 
+def test_with_a_model_of_curves_a_stopped_run_enters_the_gp_at_its_predicted_final_value():
+    """Optimizer.use_curves: the reports and results feed the model, and a stopped run that was
+    on the course of the best finished curves is censored near where that course ends, not at
+    the value it had when it was stopped."""
+    from tuner.core.curves import CurveModel
+
+    space = {"x": {"type": "float", "low": 0.0, "high": 1.0}}
+    opt = Optimizer(space, Settings(), objective_bounds=(0.0, 1.0), clock=lambda: 0.0)
+    opt.use_curves(CurveModel(1, 16, seed=0))
+    curve = lambda level, k: level * (1 - 0.7 ** k)             # noqa: E731
+    for level in (0.5, 0.6, 0.7, 0.8, 0.9):
+        t = opt.suggest(config={"x": level}).trial_id
+        for k in (1, 2, 4, 8):
+            opt.report(t, curve(level, k), k / 16)
+        opt.tell(t, curve(level, 16))
+    stopped = opt.suggest(config={"x": 0.85}).trial_id
+    for k in (1, 2):
+        opt.report(stopped, curve(0.85, k), k / 16)
+    opt.fail(stopped, "stopped early", status=Status.STOPPED)
+    target = opt.censored_targets()[stopped]
+    assert target > curve(0.85, 2) + 0.2                       # not its value at step 2 (0.43)
+    assert target == pytest.approx(curve(0.85, 16), abs=0.05)   # near where its curve ends
+    assert opt.curves.done[0] == pytest.approx(curve(0.5, 16))
+
+
 def curves_study(stopping, n=40, workers=4, seed=0, constraints=()):
     opt = Optimizer(CURVES.space, Settings(), objective_bounds=(0.0, 1.0), seed=seed,
                     constraints=list(constraints))
@@ -266,10 +291,13 @@ def test_the_curve_rule_learns_the_gain_still_to_come_and_stops_only_hopeless_ru
     rule = CurveRule(CurveModel(2, 27, 0), xs.__getitem__, FIDELITY)
     level = lambda x: 0.9 - abs(x[0] - 0.5)              # noqa: E731
     curve = lambda x, k: level(x) * (1 - 0.7 ** k)       # noqa: E731
-    for t in range(4):
+    for t in range(3):
         for k in (1, 2, 4, 8, 16):
-            assert rule.decide(t, k, curve(xs[t], k), k) is None      # nothing finished yet
+            assert rule.decide(t, k, curve(xs[t], k), k) is None      # too few finished yet
         rule.on_end(t, Status.FINISHED, curve(xs[t], 27))
+    for k in (1, 2, 4, 8, 16):        # trial 3 is on a low curve too, but goes on to the end
+        rule.model.observe(3, xs[3], k, curve(xs[3], k))
+    rule.on_end(3, Status.FINISHED, curve(xs[3], 27))
     assert rule.decide(4, 2, curve(xs[4], 2), 2) is None               # on course
     assert rule.decide(4, 4, curve(xs[4], 4), 4) is None
     reason = None

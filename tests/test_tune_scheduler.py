@@ -102,6 +102,42 @@ def test_with_tuner_search_stopped_runs_are_censored_with_the_reason_and_the_bes
     assert np.mean([f < best - 0.05 for f in finals]) > 0.5
 
 
+def saturating(config, epoch):
+    """Curves that rise to a plateau set by the learning rate, at one pace: a run's rank early
+    is its rank at the end (what early stopping is for)."""
+    plateau = 0.92 - 0.06 * (math.log10(config["lr"]) + 2.5) ** 2 + 0.02 * config["width"] / 256
+    return plateau * (1 - math.exp(-epoch / 2.0))
+
+
+def test_metric_mode_time_attr_and_max_t_are_enough_as_for_rays_asha():
+    """The drop-in for ASHAScheduler: no search=, no space= (learned from the trials'
+    configurations), with random configurations; the runs stopped early say why in their last
+    result, and the run with the highest final value is never one of them."""
+    sched = TunerScheduler(metric="score", mode="max", time_attr="epoch", max_t=EPOCHS)
+    trials, configs = random_trials(40, seed=3)
+    reached, last = {}, {}
+    queue, running = list(trials), []
+    while queue or running:
+        while queue and len(running) < 3:
+            running.append(queue.pop(0))
+            sched.on_trial_add(None, running[-1])
+        for t in list(running):
+            epoch = reached[t.trial_id] = reached.get(t.trial_id, 0) + 1
+            last[t.trial_id] = {"epoch": epoch, "score": saturating(configs[t.trial_id], epoch)}
+            if (sched.on_trial_result(None, t, last[t.trial_id]) == TrialScheduler.STOP
+                    or epoch == EPOCHS):
+                t.run_metadata.last_result = dict(last[t.trial_id])   # as Ray keeps it
+                sched.on_trial_complete(None, t, last[t.trial_id])
+                running.remove(t)
+    stopped = [t for t in trials if reached[t.trial_id] < EPOCHS]
+    assert len(stopped) >= len(trials) / 3
+    best = max(trials, key=lambda t: saturating(configs[t.trial_id], EPOCHS))
+    assert reached[best.trial_id] == EPOCHS
+    for t in stopped:
+        assert "unlikely to beat the best run" in t.last_result["stopped_early"]
+    assert all("stopped_early" not in t.last_result for t in trials if t not in stopped)
+
+
 def test_asha_with_grace_auto_stops_nothing_until_eight_runs_finished():
     """rule="asha", grace="auto" under Ray Tune's calls: no trial is stopped before 8 have
     finished.  With the learning rate fixed the curves keep their order, so the first rung is
@@ -170,7 +206,6 @@ def test_the_state_travels_in_the_search_checkpoint_and_the_rules_continue(tmp_p
 
 @pytest.mark.parametrize("kwargs, match", [
     ({"rule": "median"}, r"rule: 'median' is not one of \['curve', 'asha', 'none'\]"),
-    ({"rule": "curve"}, "needs each trial's configuration: pass search="),
     ({"rule": "asha", "mode": "up"}, r"mode: 'up' is not one of"),
     ({"rule": "asha", "max_t": 0}, "max_t must be a number > 0"),
     ({"rule": "asha", "budget": -1}, "budget must be a number of seconds > 0"),

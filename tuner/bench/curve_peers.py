@@ -36,17 +36,20 @@ from tuner.loop.simulator import OBJECTIVE
 from tuner.loop.stopping import ASHA, CurveRule, Fidelity, PaceBudget, asha_rule
 from tuner.study.defaults import STUDY_OPTIMIZER_DEFAULTS
 
-from .peers import GZERO, STUDY_2026_11_26, Adapter, OptunaAdapter, Suggestion, syne_tune_space
+from .peers import (GZERO, STUDY_2026_11_26, STUDY_NAME, Adapter, OptunaAdapter, Suggestion,
+                    syne_tune_space)
 
 OURS = ("tuner", "tuner-asha", "tuner-curve", "tuner-copula", "tuner-copula-matern", "tuner-study",
         "tuner-study-asha", "tuner-study-curve", "tuner-asha-auto", "tuner-study-asha-auto",
-        "tuner-asha-rank", "tuner-study-asha-rank", "tuner-study-gzero", "tuner-study-median")
-PEERS = ("random-topk", "ray-asha-random", "ray-asha-tpe", "optuna-tpe-hyperband",
-         "optuna-tpe-sh", "syne-asha", "syne-bohb")
+        "tuner-asha-rank", "tuner-study-asha-rank", "tuner-study-gzero", "tuner-study-median",
+        "ray-asha-tuner", "ray-asha-tuner-last")
+PEERS = ("random", "random-topk", "ray-asha-random", "ray-asha-tpe", "optuna-tpe-hyperband",
+         "optuna-tpe-sh", "syne-asha", "syne-bohb", "ax")
 METHODS = (*OURS, *PEERS)
 GRACE, ETA = 1, 3          # every successive-halving method: rungs at 1, 3, 9, ... epochs
 NEEDS = {"ray-asha-tpe": ("optuna",), "optuna-tpe-hyperband": ("optuna",),
-         "optuna-tpe-sh": ("optuna",), "syne-asha": ("syne_tune",), "syne-bohb": ("syne_tune",)}
+         "optuna-tpe-sh": ("optuna",), "syne-asha": ("syne_tune",), "syne-bohb": ("syne_tune",),
+         "ax": ("ax",)}
 
 
 def available(method: str) -> bool:
@@ -141,7 +144,7 @@ class OptunaStopped(OptunaAdapter):
         self.as_value = as_value
         if pruner is not None:
             self.study = optuna.create_study(direction="maximize", sampler=self.study.sampler,
-                                             pruner=pruner)
+                                             pruner=pruner, study_name=STUDY_NAME)
 
     def fail(self, trial_id: int, reason: str = "failed",
              metrics: Mapping[str, float] | None = None, finish_time: float | None = None,
@@ -223,11 +226,18 @@ class SyneTuneMultiFidelity(Adapter):
 def make(method: str, problem: Any, seed: int) -> tuple[Any, list[Any]]:
     """(searcher, stopping rules) for one run of ``method`` on a ``CurveProblem``."""
     epochs, fid = problem.epochs, Fidelity("epoch", problem.epochs)
+    if method.startswith("ray-asha-tuner"):   # TunerSearch under Ray's ASHA: the first route
+        opt = Optimizer(problem.space, Settings.from_dict(
+            {**STUDY_OPTIMIZER_DEFAULTS, **extra_budget(problem), "seed": seed,
+             "objective_bounds": (0.0, 1.0)}))
+        if method == "ray-asha-tuner":        # as TunerSearch with max_t; -last: stopped runs
+            opt.use_curves(CurveModel(opt.space.dim, epochs, seed))   # at their last value
+        searcher = Recorder(opt)
+        return searcher, [RayScheduler(ray_asha(epochs), searcher.configs)]
     if method in OURS:
-        extra: dict[str, Any] = {}
+        extra: dict[str, Any] = extra_budget(problem)
         rules: list[Any] = []
         if problem.budget is not None:
-            extra = {"constraints": [problem.constraint], "stop_margin": 1.0}
             rules.append(PaceBudget(problem.budget, fid))
         if method == "tuner-copula":
             extra["output_warp"] = "copula"
@@ -248,21 +258,20 @@ def make(method: str, problem: Any, seed: int) -> tuple[Any, list[Any]]:
             rules.append(ASHA(epochs, GRACE, ETA, cutoff="rank"))
         elif method.endswith("-asha-auto"):
             rules.append(asha_rule(epochs, "auto", ETA))
-        elif method.endswith("-curve"):
-            rules.append(CurveRule(CurveModel(opt.space.dim, epochs, seed),
-                                   lambda t: opt.trials[t].x, fid))
+        elif method.endswith("-curve"):      # as tuner run: one model for search and stops
+            model = CurveModel(opt.space.dim, epochs, seed)
+            rules.append(CurveRule(model, lambda t: opt.trials[t].x, fid))
+            opt.use_curves(model)
         return opt, rules
+    if method == "random":
+        return Optimizer(problem.space, seed=seed, algorithm="random", n_initial=1), []
     if method == "random-topk":
         return Optimizer(problem.space, seed=seed, algorithm="random", n_initial=1), [TopK()]
     if method in ("ray-asha-random", "ray-asha-tpe"):
-        from ray.tune.schedulers import AsyncHyperBandScheduler
-
         inner = (Optimizer(problem.space, seed=seed, algorithm="random", n_initial=1)
                  if method == "ray-asha-random" else OptunaStopped(problem, seed, as_value=True))
         searcher = Recorder(inner)
-        asha = AsyncHyperBandScheduler(time_attr="epoch", metric=OBJECTIVE, mode="max",
-                                       max_t=epochs, grace_period=GRACE, reduction_factor=ETA)
-        return searcher, [RayScheduler(asha, searcher.configs)]
+        return searcher, [RayScheduler(ray_asha(epochs), searcher.configs)]
     if method in ("optuna-tpe-hyperband", "optuna-tpe-sh"):
         import optuna
 
@@ -278,7 +287,26 @@ def make(method: str, problem: Any, seed: int) -> tuple[Any, list[Any]]:
     if method in ("syne-asha", "syne-bohb"):
         adapter = SyneTuneMultiFidelity(problem, method.split("-")[1], seed, epochs)
         return adapter, [adapter]
+    if method == "ax":
+        from .ax_peer import make_ax
+
+        return make_ax(problem, seed)
     raise ValueError(f"unknown method {method!r}; known: {list(METHODS)}")
+
+
+def ray_asha(epochs: int) -> Any:
+    """Ray Tune's ``AsyncHyperBandScheduler`` on rungs 1, 3, 9, ... epochs."""
+    from ray.tune.schedulers import AsyncHyperBandScheduler
+
+    return AsyncHyperBandScheduler(time_attr="epoch", metric=OBJECTIVE, mode="max", max_t=epochs,
+                                   grace_period=GRACE, reduction_factor=ETA)
+
+
+def extra_budget(problem: Any) -> dict[str, Any]:
+    """A budgeted problem's constraint and ``stop_margin``, as ``tuner run`` sets them."""
+    if problem.budget is None:
+        return {}
+    return {"constraints": [problem.constraint], "stop_margin": 1.0}
 
 
 def worker_seconds(

@@ -255,6 +255,11 @@ class Adapter:
         return None
 
 
+# a fixed study name: Optuna's HyperbandPruner hashes it (with the trial number) into the
+# bracket a trial joins, so an unnamed study's brackets differ from run to run
+STUDY_NAME = "tuner-bench"
+
+
 class OptunaAdapter(Adapter):
     """Optuna's ask/tell study with a TPE (constant liar) or GP sampler."""
 
@@ -274,7 +279,7 @@ class OptunaAdapter(Adapter):
                 s = optuna.samplers.GPSampler(seed=seed, constraints_func=cf)
             else:
                 raise ValueError(f"sampler must be tpe or gp (got {sampler!r})")
-        self.study = optuna.create_study(direction="maximize", sampler=s)
+        self.study = optuna.create_study(direction="maximize", sampler=s, study_name=STUDY_NAME)
 
     def suggest(self) -> Suggestion:
         with warnings.catch_warnings():

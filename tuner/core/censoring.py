@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -90,15 +90,21 @@ def counted(trials: Sequence[Trial], window: Window, pending: str, now: float,
 
 
 def censored_targets(trials: Sequence[Trial], done: list[Trial], mode: str, lo: float, hi: float,
-                     at_partial: bool, warp: RankWarp | None = None) -> np.ndarray:
+                     at_partial: bool, warp: RankWarp | None = None,
+                     finals: Callable[[list[Trial]], list[float | None]] | None = None
+                     ) -> np.ndarray:
     """Targets of eq. 1 (normalized over [lo, hi], then ``warp``ed): the usable results ``done``,
     0 (the minimum) for the rest; with ``at_partial`` a trial that reported progress is censored
-    at its last value."""
+    at its last value, or at its predicted final value where ``finals`` (a model of partial
+    curves, ``tuner.core.curves``) gives one: the product's deviation from eq. 1, which knows no
+    partial results."""
     y = np.zeros(len(trials))
     partial = [tr for tr in trials if tr.partial is not None] if at_partial else []
     if partial:
+        predicted = finals(partial) if finals is not None else [None] * len(partial)
+        values = [tr.partial if f is None else f for tr, f in zip(partial, predicted)]
         y[[tr.start_index for tr in partial]] = normalized(
-            partial, mode, lo, hi, values=[tr.partial for tr in partial], warp=warp
+            partial, mode, lo, hi, values=values, warp=warp
         )
     if done:
         y[[tr.start_index for tr in done]] = normalized(done, mode, lo, hi, warp=warp)

@@ -52,6 +52,8 @@ class Chooser:
         self.exploration, self.estimates, self.stops = exploration, estimates, stops
         self.n_initial, self.rng = n_initial, rng
         self.last_nu: float | None = None     # nu_t of the last choice
+        # partial runs' predicted final values (``Optimizer.use_curves``), None: their last ones
+        self.finals: Callable[[list[Trial]], list[float | None]] | None = None
 
     @property
     def subset_active(self) -> bool:
@@ -68,6 +70,7 @@ class Chooser:
             *self.scale.reward_range(),
             self.settings.research.censored.censor_at_partial,
             self.scale.warp(),
+            self.finals,
         )
 
     def objective_view(self, done: list[Trial], y_all: np.ndarray, refit: bool = True) -> Posterior:

@@ -41,6 +41,7 @@ from .constraint_estimates import ConstraintEstimates, Sampler
 from .constraints import Constraint, check_reported, make_handler
 from .constraints import feasible as _feasible
 from .context import Contexts
+from .curves import CurveModel
 from .design import StartupDesign
 from .exploration import Exploration
 from .fit_job import Pool
@@ -125,6 +126,7 @@ class Optimizer:
         self.handler, self.constraint_models = self.estimates.handler, self.estimates.models
         # when the study ends, on this clock (the loop sets it; a session's own, not saved)
         self.deadline: float | None = None
+        self.curves: CurveModel | None = None      # partial curves (``use_curves``); not saved
         self.stops = StopRules(s, self.constraints, self.ledger, lambda: self.deadline)
         self.chooser = Chooser(settings=s, algorithm=self.algorithm, space=self.space,
                                contexts=self.contexts, domain=self.domain, window=self.window,
@@ -238,6 +240,8 @@ class Optimizer:
             return
         trial.value = value
         trial.status = Status.FINISHED
+        if self.curves is not None:
+            self.curves.finish(trial_id, trial.x, mode_sign(self.settings.mode) * value)
 
     def add_earlier(self, config: Mapping[str, Any], value: float | None = None, *,
                     metrics: Mapping[str, float] | None = None,
@@ -286,6 +290,9 @@ class Optimizer:
                              f"{trial.progress}")
         if math.isfinite(float(value)):
             trial.progress, trial.partial = float(progress), float(value)
+            if self.curves is not None:
+                self.curves.observe(trial_id, trial.x, progress * self.curves.max_step,
+                                    mode_sign(self.settings.mode) * value)
         if elapsed is not None and progress > 0:     # its pace (``Trial.projected_runtime``)
             trial.pace = (trial.pace or [float(progress), float(elapsed)])[:2] + [float(progress),
                                                                                  float(elapsed)]
@@ -330,6 +337,34 @@ class Optimizer:
         trial = self.ledger.running_trial(trial_id)
         trial.start_time = float(self.clock() if now is None else now)
         trial.progress = trial.partial = trial.pace = None
+        if self.curves is not None:
+            self.curves.forget(trial_id)
+
+    def use_curves(self, model: CurveModel) -> None:
+        """Learn partial curves with ``model`` and censor each trial that reported progress
+        (running, or STOPPED) at its prediction of the trial's final value instead of its last
+        value (``censor_at_partial``): the search then judges a stopped or running run by where
+        its curve was heading.  From now on ``report`` and ``tell`` feed the model (progress
+        times ``model.max_step`` is the step); the trials so far enter it with their last
+        report (a restored optimizer: its state keeps no earlier ones).
+
+        Args:
+            model: the study's model of partial curves (the stopping rule's, so that search and
+                stop decisions read one model).
+        """
+        sign = mode_sign(self.settings.mode)
+        self.curves = model
+        for tr in self.trials:
+            if tr.progress is not None and tr.partial is not None:
+                model.observe(tr.trial_id, tr.x, tr.progress * model.max_step, sign * tr.partial)
+            if tr.status == Status.FINISHED:
+                model.finish(tr.trial_id, tr.x, sign * tr.value)
+
+        def finals(trials: list[Trial]) -> list[float | None]:
+            predicted = model.predicted_finals([tr.trial_id for tr in trials])
+            return [None if f is None else sign * f for f in predicted]
+
+        self.chooser.finals = finals
 
     # --- the rules the study loop applies (``stops.StopRules``) ---------------------------------
 

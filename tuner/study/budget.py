@@ -90,12 +90,14 @@ def stopping_rules(cfg: StudyConfig, optimizer: Optimizer) -> list[StoppingRule]
     rules: list[StoppingRule] = []
     if b is not None and b.metric == "runtime" and b.pace_margin is not None:
         rules.append(PaceBudget(b.seconds, fid, b.pace_margin))
-    if es.rule == "asha":
+    rule = "curve" if es.rule == "auto" else es.rule       # the default with a fidelity
+    if rule == "asha":
         rules.append(asha_rule(fid.max, es.grace, es.eta, cfg.objective.mode, es.cutoff))
-    elif es.rule == "curve":
+    elif rule == "curve":
         model = CurveModel(optimizer.space.dim, fid.max, cfg.run.seed)
         rules.append(CurveRule(model, lambda tid: optimizer.trials[tid].x, fid,
                                cfg.objective.mode, es.kappa))
+        optimizer.use_curves(model)       # the search reads the stop decisions' model
     return rules
 
 

@@ -12,7 +12,7 @@ every key):
     objective: {metric, mode, bounds}
     budget: {limit, reference, metric, stop_margin, pace_margin}
     fidelity: {metric, max}          # the runs report progress (e.g. epoch of 80)
-    early_stopping: {rule, grace, eta, cutoff, kappa}   # none, asha or curve (needs fidelity)
+    early_stopping: {rule, grace, eta, cutoff, kappa}   # auto, curve, asha, none (needs fidelity)
     context: {n_rows: 120000, data_version: "2026-11"}  # what this study's data is (paper 001 §5)
     context_space: {n_rows: {type: int, ...}}   # optional: else inferred from the contexts seen
     warm_start: [study-a, study-b]   # earlier studies of the same trainable and space to learn from
@@ -239,7 +239,7 @@ def _progress_sections(top: Mapping[str, Any], trainable: Any, options: Mapping[
     stopping = EarlyStopping(**check_section("early_stopping", top["early_stopping"],
                                              EARLY_STOPPING_SCHEMA))
     if top["fidelity"] is None:
-        if stopping.rule != "none":
+        if stopping.rule not in ("none", "auto"):
             raise ConfigError(f"early_stopping.rule: {stopping.rule} needs runs that report "
                               "progress: add fidelity: {metric: epoch, max: N}")
         return None, stopping

@@ -60,11 +60,13 @@ FIDELITY_SCHEMA = {
     "max": Field((float, None), None, above=0, doc="Its value at the end of a full run (the "
                  "built-in cnn and logreg: their epochs)."),
 }
-STOPPING_RULES = ("none", "asha", "curve")
+STOPPING_RULES = ("auto", "curve", "asha", "none")
 EARLY_STOPPING_SCHEMA = {
-    "rule": Field((str,), "none", STOPPING_RULES, doc="Stop poor runs early: `asha` "
-                  "(asynchronous successive halving), `curve` (a GP of the finished runs' "
-                  "remaining gain), or `none`."),
+    "rule": Field((str,), "auto", STOPPING_RULES, doc="Stop poor runs early: `curve` (a model "
+                  "of partial curves predicts each run's final score; a run unlikely to beat the "
+                  "best is stopped, and the search reads the same predictions), `asha` "
+                  "(asynchronous successive halving), `none`, or `auto`: `curve` when the study "
+                  "declares a `fidelity`."),
     "grace": Field((float,), 1.0, above=0, words=("auto",), doc="ASHA's first rung, in "
                    "`fidelity.metric` units, or `auto`: learned from the first 8 finished runs."),
     "eta": Field((float,), 3.0, above=1, doc="ASHA's reduction factor: rungs at grace x eta^k; "
@@ -222,9 +224,10 @@ class Run:
 
 @dataclass(frozen=True)
 class EarlyStopping:
-    """The ``early_stopping`` section (``tuner.loop.stopping``): ``none``, ``asha`` or ``curve``."""
+    """The ``early_stopping`` section (``tuner.loop.stopping``): ``auto`` (``curve`` with a
+    fidelity), ``curve``, ``asha`` or ``none``."""
 
-    rule: str = "none"
+    rule: str = "auto"
     grace: float | str = 1.0            # or "auto"
     eta: float = 3.0
     cutoff: str = "quantile"            # or "rank" (Syne Tune's)
@@ -304,7 +307,8 @@ class StudyConfig:
                 "optimizer": self.settings.to_dict(), "run": asdict(self.run),
                 "ray": asdict(self.ray), "mlflow": asdict(self.mlflow), "output": self.output,
                 "fidelity": None if self.fidelity is None else asdict(self.fidelity),
-                "early_stopping": (None if self.early_stopping.rule == "none"
+                # None: the default (a study saved before ``auto`` resumes with it)
+                "early_stopping": (None if self.early_stopping.rule == "auto"
                                    else asdict(self.early_stopping)),
                 "context": self.context, "context_space": self.context_space,
                 "warm_start": list(self.warm_start) or None}

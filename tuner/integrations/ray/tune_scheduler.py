@@ -18,8 +18,10 @@ Rules (``rule=``):
   trained on the finished runs of this experiment) puts the upper bound mu + kappa sigma of
   its final value below the best final value (``CurveRule``).  It needs each trial's
   configuration in the unit cube: from the ``TunerSearch`` passed as ``search=`` (which also
-  learns from the stopped runs, censored at the value they reached), or from ``space=`` (the
-  param space) with any other searcher.
+  learns from the stopped runs, censored at the value they reached), from ``space=`` (the
+  param space), or else learned from the configurations the trials bring
+  (``tuner.core.seen_space.SeenSpace``): ``metric``, ``mode``, ``time_attr`` and ``max_t`` are
+  enough, as for Ray's ``ASHAScheduler``.
 * ``asha``: asynchronous successive halving on rungs ``grace * eta^k`` (``ASHA``).
 * ``none``: no rule on the score.
 
@@ -27,8 +29,10 @@ With ``budget=`` (seconds of ``budget_attr``, by default Ray's ``time_total_s``)
 (``PaceBudget``) comes first: a run whose pace puts its full length over the budget is stopped.
 A run that reaches ``max_t`` is stopped there (as Ray's ASHA does) and counts as finished.
 
-Why a trial was stopped: ``scheduler.reasons[ray_trial_id]``, logged at INFO, and with
-``search=`` the reason the optimizer records for the trial.
+Why a trial was stopped: in its last result under ``stopped_early`` (Ray's results table shows
+every stopped trial TERMINATED; ``result.metrics["stopped_early"]`` says why), in
+``scheduler.reasons[ray_trial_id]``, logged at INFO, and with ``search=`` the reason the
+optimizer records for the trial.
 
 ``Tuner.restore``: Ray pickles the scheduler when the experiment starts and does not checkpoint
 it later.  With ``search=``, the scheduler's inputs (every result it judged and every trial
@@ -47,6 +51,7 @@ from ray.tune.experiment import Trial
 from ray.tune.schedulers.trial_scheduler import FIFOScheduler, TrialScheduler
 
 from tuner.core.curves import CurveModel
+from tuner.core.seen_space import SeenSpace
 from tuner.core.space import SearchSpace
 from tuner.core.trial import Status
 from tuner.loop.stopping import CurveRule, Fidelity, PaceBudget, StoppingRule, asha_rule
@@ -57,6 +62,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 RULES = ("curve", "asha", "none")
+# the key of a stopped trial's last result that says why it stopped (Ray shows it TERMINATED)
+STOPPED_KEY = "stopped_early"
 
 
 def _number(value: Any) -> float | None:
@@ -82,7 +89,7 @@ class TunerScheduler(FIFOScheduler):
         pace_margin: the pace rule's margin over the budget.
         search: the ``TunerSearch`` used alongside (shares the configurations and the state).
         space: the param space (Ray Tune domains or the tuner's format), for the curve rule
-            with another searcher.
+            with another searcher (default: learned from the trials' configurations).
         seed: the curve model's random numbers.
     """
 
@@ -101,16 +108,12 @@ class TunerScheduler(FIFOScheduler):
             raise ValueError(f"max_t must be a number > 0 (got {max_t!r})")
         if budget is not None and not (_number(budget) or 0) > 0:
             raise ValueError(f"budget must be a number of seconds > 0 (got {budget!r})")
-        if rule == "curve" and search is None and space is None:
-            raise ValueError("rule 'curve' needs each trial's configuration: pass search= (the "
-                             "TunerSearch used alongside) or space= (the param space); or use "
-                             "rule='asha'")
         self._metric, self._mode = metric, mode
         self.time_attr, self.max_t = time_attr, float(max_t)
         self.rule, self.grace, self.eta, self.kappa = rule, grace, eta, kappa
         self.budget, self.budget_attr, self.pace_margin = budget, budget_attr, pace_margin
         self.search, self.seed = search, seed
-        self.space: SearchSpace | None = None
+        self.space: SearchSpace | SeenSpace | None = None
         if space is not None:
             from .tune_search import split_param_space
 
@@ -135,10 +138,10 @@ class TunerScheduler(FIFOScheduler):
             opt_id = self.search.trial_ids.get(ray_id)
             if opt_id is not None:
                 return self.search.optimizer.trials[opt_id].x
-        if self.space is None:
-            raise RuntimeError(f"TunerScheduler: no configuration for trial {ray_id} (pass "
-                               "space= with a searcher other than TunerSearch)")
-        return self.space.encode({k: self.configs[ray_id][k] for k in self.space.names})
+        config = self.configs[ray_id]
+        if isinstance(self.space, SeenSpace):
+            return self.space.encode(config)
+        return self.space.encode({k: config[k] for k in self.space.names})
 
     def rules(self) -> list[StoppingRule]:
         """The rules, built at the first result (once metric and mode are known)."""
@@ -192,6 +195,15 @@ class TunerScheduler(FIFOScheduler):
 
     def on_trial_add(self, tune_controller: Any, trial: Trial) -> None:
         self.configs[trial.trial_id] = dict(trial.config)
+        self._learn_space(self.configs[trial.trial_id])
+
+    def _learn_space(self, config: dict[str, Any]) -> None:
+        """With neither ``search`` nor ``space``, the space is learned from the configurations."""
+        if self.search is None and not isinstance(self.space, SearchSpace):
+            if self.space is None:
+                self.space = SeenSpace(config)
+            else:
+                self.space.add(config)
 
     def on_trial_result(self, tune_controller: Any, trial: Trial, result: dict) -> str:
         if self.search is not None:     # metric and mode as the search has them, if not given
@@ -214,6 +226,8 @@ class TunerScheduler(FIFOScheduler):
     def on_trial_complete(self, tune_controller: Any, trial: Trial, result: dict) -> None:
         step, value = (_number((result or {}).get(self.time_attr)),
                        _number((result or {}).get(self._metric)))
+        if trial.trial_id in self.reasons:      # why, in what Ray hands back (Result.metrics)
+            trial.last_result[STOPPED_KEY] = self.reasons[trial.trial_id]
         if trial.trial_id not in self.reasons and value is not None and step is not None \
                 and step >= self.max_t:
             self._finished(trial.trial_id, value)
@@ -239,6 +253,8 @@ class TunerScheduler(FIFOScheduler):
         """Rebuild the rules by replaying what they were told (``get_state``)."""
         self._metric, self._mode = state["metric"], state["mode"]
         self.configs = {k: dict(v) for k, v in state["configs"].items()}
+        for config in self.configs.values():
+            self._learn_space(config)
         self.reasons = dict(state["reasons"])
         self._rules, self._ids, self._ray_ids, self.events = None, {}, [], []
         for event in state["events"]:

@@ -40,8 +40,10 @@ How Ray's calls map onto the ask/tell ``Optimizer`` (``searcher.optimizer``):
   at the value it has reached, not at the worst value.
 * Schedulers (ASHA, median stopping, ...): a trial that a scheduler stopped before it finished
   is *censored* (``Optimizer.fail(..., status=STOPPED)``), not told as an evaluation: its last
-  result is an intermediate one; with ``max_t`` it is censored at that result's value (a run
-  stopped at the first rung is not taught to the GP as the worst).  With ``max_t`` (the
+  result is an intermediate one.  With ``max_t`` it is censored at the final value the
+  optimizer's model of partial curves predicts from its results (``Optimizer.use_curves``;
+  its last value until a run has finished): a run stopped at the first rung is taught to the
+  GP neither as the worst nor as what it reached then.  With ``max_t`` (the
   scheduler's; pass it with a scheduler) a trial is a full evaluation when its ``time_attr``
   reached it.  Without, it is inferred: a full
   evaluation when Ray passed its last result on (no stop decision) or it got as far as every
@@ -86,6 +88,7 @@ from ray.tune.search import UNDEFINED_METRIC_MODE, UNDEFINED_SEARCH_SPACE, Searc
 from ray.tune.search.variant_generator import parse_spec_vars
 from ray.util.debug import log_once
 
+from tuner.core.curves import CurveModel
 from tuner.core.fields import Field
 from tuner.core.optimizer import Optimizer
 from tuner.core.settings import Settings, overridden
@@ -348,11 +351,20 @@ class TunerSearch(Searcher):
         self.optimizer = Optimizer(self._space, Settings.from_dict(self._settings),
                                    clock=self._clock, mode=self._mode,
                                    context_space=self._context_space)
+        self._learn_curves()
         if self._context is not None:
             self.optimizer.contexts.encode(self._context)     # a bad context fails here, not later
         evaluated, self._evaluated = self._evaluated, []
         for point in evaluated:
             self.add_evaluated_point(*point[:4], context=point[4])
+
+    def _learn_curves(self) -> None:
+        """With ``max_t``, the optimizer learns partial curves from the intermediate results
+        (``Optimizer.use_curves``): a trial a scheduler stopped is censored at its predicted
+        final value, never taken as final."""
+        if self._max_t is not None and self.optimizer is not None:
+            self.optimizer.use_curves(CurveModel(self.optimizer.space.dim, self._max_t,
+                                                 self.optimizer.settings.seed))
 
     def set_search_properties(self, metric: str | None, mode: str | None, config: dict,
                               **spec: Any) -> bool:
@@ -553,6 +565,8 @@ class TunerSearch(Searcher):
                 "seen": self._seen,
                 "furthest": None if math.isinf(self._furthest) else self._furthest,
                 "optimizer": None if self.optimizer is None else self.optimizer.state_dict(),
+                "curves": (None if self.optimizer is None or self.optimizer.curves is None
+                           else self.optimizer.curves.state()),
                 "scheduler": None if self.scheduler is None else self.scheduler.get_state(),
                 # the time budget left, as Ray's TimeoutStopper keeps it across a restore
                 "time_left": None
@@ -584,6 +598,9 @@ class TunerSearch(Searcher):
         if state["optimizer"] is not None:
             self.optimizer = Optimizer.from_state(state["optimizer"], clock=self._clock)
             self._space = self.optimizer.space
+            self._learn_curves()
+            if self.optimizer.curves is not None and state.get("curves"):
+                self.optimizer.curves.load_state(state["curves"])
         else:
             self.optimizer = None
             self._setup()
