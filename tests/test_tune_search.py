@@ -594,3 +594,37 @@ def test_tuner_restore_continues_the_search_and_the_scheduler_rules(tmp_path):
     assert after["finished_in_model"] >= before["finished_in_model"]
     assert after["results"] > before["results"]
     assert after["trials"] >= 16 and "RUNNING" not in after["statuses"]
+
+
+def saturating_run(config):
+    """Nine epochs of a curve that rises to a plateau set by the learning rate (a run's rank
+    early is its rank at the end)."""
+    import math
+
+    plateau = 0.92 - 0.06 * (math.log10(config["lr"]) + 2.5) ** 2
+    for epoch in range(1, 10):
+        time.sleep(0.01)
+        tune.report({"epoch": epoch, "score": plateau * (1 - math.exp(-epoch / 2.0))})
+
+
+def test_tuner_scheduler_with_metric_mode_time_attr_and_max_t_alone(ray_session, tmp_path):
+    """The drop-in for Ray's ASHAScheduler in a real Tuner run with Ray's random search: the
+    scheduler is handed no space and no searcher; it stops runs early, says why in their last
+    result, and lets the configuration with the highest final score finish."""
+    from tuner.integrations.ray import TunerScheduler
+
+    scheduler = TunerScheduler(metric="score", mode="max", time_attr="epoch", max_t=9)
+    tuner = tune.Tuner(
+        saturating_run,
+        param_space={"lr": tune.loguniform(1e-4, 1.0)},
+        tune_config=tune.TuneConfig(scheduler=scheduler, num_samples=20,
+                                    max_concurrent_trials=2, reuse_actors=True),
+        run_config=tune.RunConfig(name="dropin", storage_path=str(tmp_path), verbose=0),
+    )
+    results = list(tuner.fit())
+    assert len(results) == 20 and not any(r.error for r in results)
+    stopped = [r for r in results if r.metrics["epoch"] < 9]
+    assert len(stopped) >= 5
+    assert all("unlikely to beat the best run" in r.metrics["stopped_early"] for r in stopped)
+    best = min(results, key=lambda r: abs(np.log10(r.config["lr"]) + 2.5))   # highest plateau
+    assert best.metrics["epoch"] == 9 and "stopped_early" not in best.metrics
