@@ -223,9 +223,42 @@ class SyneTuneMultiFidelity(Adapter):
             self.scheduler.on_trial_remove(self.trials[trial_id])
 
 
+def _ours(method: str, problem: Any, seed: int) -> tuple[Any, list[Any]]:
+    """One of ``OURS`` (but TunerSearch under Ray's ASHA): the optimizer and its rules."""
+    epochs, fid = problem.epochs, Fidelity("epoch", problem.epochs)
+    extra: dict[str, Any] = extra_budget(problem)
+    rules: list[Any] = []
+    if problem.budget is not None:
+        rules.append(PaceBudget(problem.budget, fid))
+    if method == "tuner-copula":
+        extra["output_warp"] = "copula"
+    elif method == "tuner-copula-matern":         # a study's defaults of 2026-11-26
+        extra.update(STUDY_2026_11_26)
+    elif method.startswith("tuner-study"):        # a study's defaults (and its rule)
+        extra.update(STUDY_OPTIMIZER_DEFAULTS)
+        if method == "tuner-study-gzero":   # before 2026-11-27: constraint GPs at the boundary
+            extra.update(GZERO)
+        # before 2026-11-29: the budget on the median run time
+        if method == "tuner-study-median":
+            extra["budget_bound"] = "median"
+    opt = Optimizer(problem.space,
+                    Settings.from_dict({**extra, "seed": seed, "objective_bounds": (0.0, 1.0)}))
+    if method.endswith("-asha"):
+        rules.append(ASHA(epochs, GRACE, ETA))
+    elif method.endswith("-asha-rank"):          # Syne Tune's test at a rung
+        rules.append(ASHA(epochs, GRACE, ETA, cutoff="rank"))
+    elif method.endswith("-asha-auto"):
+        rules.append(asha_rule(epochs, "auto", ETA))
+    elif method.endswith("-curve"):      # as tuner run: one model for search and stops
+        model = CurveModel(opt.space.dim, epochs, seed)
+        rules.append(CurveRule(model, lambda t: opt.trials[t].x, fid))
+        opt.use_curves(model)
+    return opt, rules
+
+
 def make(method: str, problem: Any, seed: int) -> tuple[Any, list[Any]]:
     """(searcher, stopping rules) for one run of ``method`` on a ``CurveProblem``."""
-    epochs, fid = problem.epochs, Fidelity("epoch", problem.epochs)
+    epochs = problem.epochs
     if method.startswith("ray-asha-tuner"):   # TunerSearch under Ray's ASHA: the first route
         opt = Optimizer(problem.space, Settings.from_dict(
             {**STUDY_OPTIMIZER_DEFAULTS, **extra_budget(problem), "seed": seed,
@@ -235,34 +268,7 @@ def make(method: str, problem: Any, seed: int) -> tuple[Any, list[Any]]:
         searcher = Recorder(opt)
         return searcher, [RayScheduler(ray_asha(epochs), searcher.configs)]
     if method in OURS:
-        extra: dict[str, Any] = extra_budget(problem)
-        rules: list[Any] = []
-        if problem.budget is not None:
-            rules.append(PaceBudget(problem.budget, fid))
-        if method == "tuner-copula":
-            extra["output_warp"] = "copula"
-        elif method == "tuner-copula-matern":         # a study's defaults of 2026-11-26
-            extra.update(STUDY_2026_11_26)
-        elif method.startswith("tuner-study"):        # a study's defaults (and its rule)
-            extra.update(STUDY_OPTIMIZER_DEFAULTS)
-            if method == "tuner-study-gzero":   # before 2026-11-27: constraint GPs at the boundary
-                extra.update(GZERO)
-            # before 2026-11-29: the budget on the median run time
-            if method == "tuner-study-median":
-                extra["budget_bound"] = "median"
-        opt = Optimizer(problem.space,
-                        Settings.from_dict({**extra, "seed": seed, "objective_bounds": (0.0, 1.0)}))
-        if method.endswith("-asha"):
-            rules.append(ASHA(epochs, GRACE, ETA))
-        elif method.endswith("-asha-rank"):          # Syne Tune's test at a rung
-            rules.append(ASHA(epochs, GRACE, ETA, cutoff="rank"))
-        elif method.endswith("-asha-auto"):
-            rules.append(asha_rule(epochs, "auto", ETA))
-        elif method.endswith("-curve"):      # as tuner run: one model for search and stops
-            model = CurveModel(opt.space.dim, epochs, seed)
-            rules.append(CurveRule(model, lambda t: opt.trials[t].x, fid))
-            opt.use_curves(model)
-        return opt, rules
+        return _ours(method, problem, seed)
     if method == "random":
         return Optimizer(problem.space, seed=seed, algorithm="random", n_initial=1), []
     if method == "random-topk":
