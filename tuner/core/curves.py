@@ -3,7 +3,8 @@ gain still to come of a run from where it is.  The search reads it (a running or
 enters the objective's GP at its predicted final value: ``Optimizer.use_curves``) and so do the
 stop decisions (``tuner.loop.stopping.CurveRule``).
 
-Every finished run gives, for each of its kept steps k (1, 2, 4, 8, ...), one example: the
+Every finished run gives, for each of its kept steps k (its first report at or past 1, 2, 4,
+8, ...), one example: the
 inputs (x, s_k, y_k) -- its configuration in the unit cube, its progress on a log scale
 s = ln(step) / ln(max) (0 after the first step, 1 at full length), and the value it had
 then -- and the target y_final - y_k.  A run at step k with value y_k is predicted to end at
@@ -98,8 +99,8 @@ class CurveModel:
         return float(np.clip(math.log(max(step, 1.0)) / math.log(self.max_step), 0.0, 1.0))
 
     def observe(self, trial_id: int, x: np.ndarray, step: float, value: float) -> None:
-        """A value ``trial_id`` (at ``x``) reported at ``step``, as a maximization; steps off
-        the grid 1, 2, 4, ... are not kept.
+        """A value ``trial_id`` (at ``x``) reported at ``step``, as a maximization; a run keeps
+        its first report at or past each of 1, 2, 4, 8, ... (``step_level``), below full length.
 
         Args:
             trial_id: the run.
@@ -108,8 +109,11 @@ class CurveModel:
             value: its value there, as a maximization.
         """
         self.x[trial_id] = np.asarray(x, dtype=float)
-        if _on_grid(step) and step < self.max_step and math.isfinite(value):
-            self.points.setdefault(trial_id, {})[float(step)] = float(value)
+        if not (1 <= step < self.max_step and math.isfinite(value)):
+            return
+        kept = self.points.setdefault(trial_id, {})
+        if float(step) in kept or all(step_level(k) != step_level(step) for k in kept):
+            kept[float(step)] = float(value)
 
     def finish(self, trial_id: int, x: np.ndarray, value: float) -> None:
         """A run's value at full length.
@@ -211,15 +215,15 @@ class CurveModel:
 
 
 def trend(X: np.ndarray, max_step: float) -> np.ndarray:
-    """The gain's trend terms: per kept step k (1, 2, 4, ... below ``max_step``), 1 and y_k (the
-    last two inputs are s = ln k / ln max_step and y_k)."""
+    """The gain's trend terms: per ``step_level`` of the kept step k (1, 2, 4, ... below
+    ``max_step``), 1 and y_k (the last two inputs are s = ln k / ln max_step and y_k)."""
     levels = max(1, math.ceil(math.log2(max_step))) if max_step > 1 else 1
     s, y = X[:, -2], X[:, -1]
     scale = math.log2(max_step) if max_step > 1 else 0.0
-    level = np.clip(np.rint(s * scale), 0, levels - 1).astype(int)
+    at = np.clip(np.floor(s * scale + 1e-9), 0, levels - 1).astype(int)     # ``step_level``
     F = np.zeros((len(X), 2 * levels))
-    F[np.arange(len(X)), 2 * level] = 1.0
-    F[np.arange(len(X)), 2 * level + 1] = y
+    F[np.arange(len(X)), 2 * at] = 1.0
+    F[np.arange(len(X)), 2 * at + 1] = y
     return F
 
 
@@ -260,7 +264,6 @@ def calibration(gp: Any, g: np.ndarray, runs: np.ndarray) -> float:
     return max(1.0, float(math.sqrt(np.mean(z2))))
 
 
-def _on_grid(step: float) -> bool:
-    """Steps 1, 2, 4, 8, ...: the points a curve keeps."""
-    k = int(round(step))      # (a fraction of the run times its length: off by rounding)
-    return k >= 1 and abs(step - k) < 1e-6 and (k & (k - 1)) == 0
+def step_level(step: float) -> int:
+    """The power of two a step is at or past: 0 for steps 1 to 2, 1 for 2 to 4, ..."""
+    return int(math.floor(math.log2(max(step, 1.0)) + 1e-9))

@@ -28,7 +28,7 @@ from typing import Callable, Protocol
 
 import numpy as np
 
-from tuner.core.curves import CurveModel, _on_grid
+from tuner.core.curves import CurveModel, step_level
 from tuner.core.trial import Status, mode_sign, projected_runtime
 
 
@@ -283,7 +283,8 @@ class CurveRule:
     """Stop a run once the upper confidence bound mu + kappa sigma of its value at full length
     (``CurveModel.final``, given every curve so far and its own) is below the best value a
     finished run reached: with kappa = 2, a chance of about 2 % that it would still win, if the
-    model is right.  Judged at steps 2, 4, 8, ... (where the model keeps points), once
+    model is right.  Judged at a run's first report at or past 2, 4, 8, ... (where the model
+    keeps points), once
     ``min_finished`` runs have finished; ``x_of(trial_id)`` is a trial's configuration in the
     unit cube (``Optimizer.trials[id].x``)."""
 
@@ -294,6 +295,7 @@ class CurveRule:
     kappa: float = 2.0
     min_finished: int = 3
     best: float = -math.inf            # the best final value, as a maximization
+    judged: dict[int, set[int]] = field(default_factory=dict)   # run -> levels judged at
 
     @property
     def sign(self) -> float:
@@ -301,9 +303,11 @@ class CurveRule:
 
     def decide(self, trial_id: int, step: float, value: float, elapsed: float) -> str | None:
         self.model.observe(trial_id, self.x_of(trial_id), step, self.sign * value)
-        if (len(self.model.done) < self.min_finished or step < 2 or not _on_grid(step)
+        seen = self.judged.setdefault(trial_id, set())
+        if (len(self.model.done) < self.min_finished or step < 2 or step_level(step) in seen
                 or step >= self.fidelity.max):
             return None
+        seen.add(step_level(step))
         mean, sd = self.model.final(self.x_of(trial_id), step, self.sign * value)
         if mean + self.kappa * sd >= self.best:
             return None
