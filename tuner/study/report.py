@@ -76,7 +76,19 @@ def banner(cfg: StudyConfig, where: str, restart: list[int]) -> str:
     goal = f"{'maximize' if cfg.objective.mode == 'max' else 'minimize'} {cfg.objective.metric}"
     return (f"study {cfg.study}: {goal}; {cfg.trainable}, {cfg.settings.algorithm}{subset}, "
             f"{cfg.run.trials} trials, {cfg.run.max_concurrent} at once on {where}{budget}"
-            f"{context}{again}; MLflow {cfg.mlflow.tracking_uri} experiment '{cfg.experiment}'")
+            f"{_stopping(cfg)}{context}{again}; MLflow {cfg.mlflow.tracking_uri} experiment "
+            f"'{cfg.experiment}'")
+
+
+def _stopping(cfg: StudyConfig) -> str:
+    """The early-stopping rule of a study whose runs report progress, as the banner says it."""
+    fid, rule = cfg.fidelity, cfg.early_stopping.rule
+    if fid is None:
+        return ""
+    said = ("early stopping by the curve rule (the default; early_stopping: {rule: none} "
+            "turns it off)" if rule == "auto" else f"early stopping by the {rule} rule"
+            if rule != "none" else "no early stopping on the score")
+    return f", runs report {fid.metric} up to {fid.max:g}: {said}"
 
 
 def finish(study: Study, table: TrialTable, tracker: Tracker, progress: Progress,
