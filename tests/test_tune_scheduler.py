@@ -228,3 +228,21 @@ def test_a_result_without_the_metric_or_the_time_attr_goes_on():
         sched.on_trial_result(None, t, {"score": math.nan, "epoch": 2}) == TrialScheduler.CONTINUE
     )
     assert sched.on_trial_result(None, t, {"score": 0.5, "epoch": EPOCHS}) == TrialScheduler.STOP
+
+
+def test_a_space_learned_from_configurations_keeps_each_encoding():
+    """SeenSpace: numbers scaled by the first configurations' range (log where they span over
+    two decades), choices coded in the order seen; a configuration encodes the same after more
+    arrive, so the curve model's inputs never move under it."""
+    from tuner.core.seen_space import SeenSpace
+
+    first = {"lr": 1e-4, "width": 16, "act": "relu"}
+    space = SeenSpace(first, settle=3)
+    space.add({"lr": 1e-1, "width": 64, "act": "tanh"})
+    space.add({"lr": 1e-2, "width": 32, "act": "relu"})
+    before = space.encode(first)
+    space.add({"lr": 10.0, "width": 512, "act": "gelu"})      # after the scaling settled
+    assert np.array_equal(space.encode(first), before)
+    x = dict(zip(space.names, space.encode({"lr": 1e-1, "width": 40, "act": "tanh"})))
+    assert x["lr"] == pytest.approx(1.0) and x["width"] == pytest.approx(0.5)   # log; linear
+    assert x["act"] == pytest.approx(0.25) and space.encode({"act": "gelu"})[0] == 0.5
