@@ -24,9 +24,9 @@ configuration, ``tuner.loop.problems.CrossingCurves`` and its variants):
 Per run (W workers, horizon H simulated seconds): the best *full-length* true score among runs
 that finished (within the budget, on a budgeted problem) by H/4, H/2 and H; the time to a target
 score (98 % of the way from the median random configuration to the best; H if never reached);
-the worker-seconds
-spent on runs that were stopped early and on runs over the budget; trials started.  Methods:
-``tuner.bench.curve_peers``.  Rows are appended to ``runs.csv`` as runs finish (resumable).
+the worker-seconds spent on runs that were stopped early and on runs over the budget; trials
+started.  Methods: ``tuner.bench.curve_peers``.  Rows are appended to ``runs.csv`` as runs
+finish (resumable).
 """
 
 from __future__ import annotations
