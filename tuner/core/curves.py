@@ -65,6 +65,8 @@ class CurveModel:
         self._fitted_at = 0                               # finished runs at the last fit
         self._version = 0                                 # bumped by each finished run
         self._cache: tuple | None = None        # (version, gp, residuals, trend, calibration)
+        # trial -> ((version, furthest point), predicted final): ``predicted_finals``
+        self._predicted: dict[int, tuple[tuple, float]] = {}
 
     def state(self) -> dict[str, Any]:
         """What the model learned, as JSON-ready data (``load_state`` restores it exactly)."""
@@ -199,19 +201,23 @@ class CurveModel:
 
     def predicted_finals(self, trial_ids: list[int]) -> list[float | None]:
         """Partial runs' predicted final values (the model's means, from each run's furthest kept
-        point); None for a run that kept no point.
+        point); None for a run that kept no point.  A prediction is kept until the model or the
+        run's furthest point changes: a stopped run's is computed once per finished run, not
+        once per suggestion.
 
         Args:
             trial_ids: the runs.
         """
         known = [t for t in trial_ids if self.points.get(t) and t in self.x]
-        if not known:
-            return [None] * len(trial_ids)
-        last = [max(self.points[t].items()) for t in known]
-        means = self.finals(np.array([self.x[t] for t in known]), [k for k, _ in last],
-                            [v for _, v in last])
-        by_id = {t: m for t, (m, _) in zip(known, means)}
-        return [by_id.get(t) for t in trial_ids]
+        last = {t: max(self.points[t].items()) for t in known}
+        stale = [t for t in known if self._predicted.get(t, (None,))[0] != (self._version,
+                                                                            last[t])]
+        if stale:
+            means = self.finals(np.array([self.x[t] for t in stale]),
+                                [last[t][0] for t in stale], [last[t][1] for t in stale])
+            for t, (m, _) in zip(stale, means):
+                self._predicted[t] = ((self._version, last[t]), m)
+        return [self._predicted[t][1] if t in last else None for t in trial_ids]
 
 
 def trend(X: np.ndarray, max_step: float) -> np.ndarray:
