@@ -206,29 +206,60 @@ def test_a_stopped_run_is_censored_at_the_value_it_reached():
         assert saved.trials[a].partial == pytest.approx(0.6) and saved.trials[a].progress == 0.5
 
 
-def test_with_a_model_of_curves_a_stopped_run_enters_the_gp_at_its_predicted_final_value():
-    """Optimizer.use_curves: the reports and results feed the model, and a stopped run that was
-    on the course of the best finished curves is censored near where that course ends, not at
-    the value it had when it was stopped."""
+def curve_of(level, k):
+    return level * (1 - 0.7 ** k)
+
+
+def stopped_after_five_curves(stopped_at=(1, 2)):
+    """An optimizer with a model of curves, five finished runs (x = their level) and one run at
+    x = 0.85 stopped after the steps ``stopped_at``: (optimizer, the stopped run's id)."""
     from tuner.core.curves import CurveModel
 
     space = {"x": {"type": "float", "low": 0.0, "high": 1.0}}
     opt = Optimizer(space, Settings(), objective_bounds=(0.0, 1.0), clock=lambda: 0.0)
     opt.use_curves(CurveModel(1, 16, seed=0))
-    curve = lambda level, k: level * (1 - 0.7 ** k)             # noqa: E731
     for level in (0.5, 0.6, 0.7, 0.8, 0.9):
         t = opt.suggest(config={"x": level}).trial_id
         for k in (1, 2, 4, 8):
-            opt.report(t, curve(level, k), k / 16)
-        opt.tell(t, curve(level, 16))
+            opt.report(t, curve_of(level, k), k / 16)
+        opt.tell(t, curve_of(level, 16))
     stopped = opt.suggest(config={"x": 0.85}).trial_id
-    for k in (1, 2):
-        opt.report(stopped, curve(0.85, k), k / 16)
+    for k in stopped_at:
+        opt.report(stopped, curve_of(0.85, k), k / 16)
     opt.fail(stopped, "stopped early", status=Status.STOPPED)
+    return opt, stopped
+
+
+def test_with_a_model_of_curves_a_stopped_run_enters_the_gp_at_its_predicted_final_value():
+    """Optimizer.use_curves: the reports and results feed the model, and a stopped run that was
+    on the course of the best finished curves is censored near where that course ends, not at
+    the value it had when it was stopped."""
+    opt, stopped = stopped_after_five_curves()
+    curve = curve_of
     target = opt.censored_targets()[stopped]
     assert target > curve(0.85, 2) + 0.2                       # not its value at step 2 (0.43)
     assert target == pytest.approx(curve(0.85, 16), abs=0.05)   # near where its curve ends
     assert opt.curves.done[0] == pytest.approx(curve(0.5, 16))
+
+
+def test_a_predicted_final_value_weighs_as_much_as_the_model_of_curves_is_sure_of_it():
+    """The stopped run's predicted final value enters the GP with the prediction's variance
+    added to its noise: the surer the model, the lower the GP's spread at that configuration,
+    down to that of a result the model is certain of (a spread of 0)."""
+    opt, stopped = stopped_after_five_curves()
+    mean, sd = opt.curves.predicted_finals([stopped])[0]
+    assert 0 < sd < 0.5
+    x = opt.trials[stopped].x[None, :]
+
+    def spread(scale):
+        opt.chooser.finals = lambda trials: [(mean, sd * scale) for _ in trials]
+        post = opt.objective_posterior()
+        return float(post.predict(x)[1][0]), float(post.predict(x)[0][0])
+
+    (unsure, m_unsure), (model, m_model), (sure, m_sure) = spread(10.0), spread(1.0), spread(0.0)
+    assert unsure > model > sure
+    # the GP's mean there is pulled towards the prediction the more, the surer it is
+    assert abs(m_sure - mean) < abs(m_model - mean) < abs(m_unsure - mean)
 
 
 def curves_study(stopping, n=40, workers=4, seed=0, constraints=()):

@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterable, Sequence
 import numpy as np
 
 from .targets import RankWarp, normalized
-from .trial import Status, Trial
+from .trial import Status, Trial, mode_sign
 
 UNITS = ("iterations", "seconds")
 
@@ -89,10 +89,14 @@ def counted(trials: Sequence[Trial], window: Window, pending: str, now: float,
     return m, [tr for tr in trials if usable(tr, m, window.unit)]
 
 
+# a model of partial curves: each trial's predicted final value, as (mean, standard deviation)
+# in the objective's units, or None where it has none (``Optimizer.use_curves``)
+Finals = Callable[[list[Trial]], list[tuple[float, float] | None]]
+
+
 def censored_targets(trials: Sequence[Trial], done: list[Trial], mode: str, lo: float, hi: float,
                      at_partial: bool, warp: RankWarp | None = None,
-                     finals: Callable[[list[Trial]], list[float | None]] | None = None
-                     ) -> np.ndarray:
+                     finals: Finals | None = None) -> np.ndarray:
     """Targets of eq. 1 (normalized over [lo, hi], then ``warp``ed): the usable results ``done``,
     0 (the minimum) for the rest; with ``at_partial`` a trial that reported progress is censored
     at its last value, or at its predicted final value where ``finals`` (a model of partial
@@ -102,13 +106,36 @@ def censored_targets(trials: Sequence[Trial], done: list[Trial], mode: str, lo: 
     partial = [tr for tr in trials if tr.partial is not None] if at_partial else []
     if partial:
         predicted = finals(partial) if finals is not None else [None] * len(partial)
-        values = [tr.partial if f is None else f for tr, f in zip(partial, predicted)]
+        values = [tr.partial if f is None else f[0] for tr, f in zip(partial, predicted)]
         y[[tr.start_index for tr in partial]] = normalized(
             partial, mode, lo, hi, values=values, warp=warp
         )
     if done:
         y[[tr.start_index for tr in done]] = normalized(done, mode, lo, hi, warp=warp)
     return y
+
+
+def predicted_variances(trials: Sequence[Trial], done: list[Trial], mode: str, lo: float,
+                        hi: float, warp: RankWarp | None, finals: Finals) -> np.ndarray:
+    """The variance of each censored target that is a predicted final value
+    (``censored_targets``), on the targets' scale: half the normalized spread from mean - sd
+    to mean + sd, squared; 0 for every other trial.  Soft censoring adds it to the entry's
+    noise, so a prediction the model of partial curves is unsure of (a run judged early, before
+    the curves say much) weighs little, and a sure one nearly as much as a result."""
+    var = np.zeros(len(trials))
+    ids = {tr.trial_id for tr in done}
+    partial = [tr for tr in trials if tr.partial is not None and tr.trial_id not in ids]
+    predicted = finals(partial) if partial else []
+    known = [(tr, f) for tr, f in zip(partial, predicted) if f is not None]
+    if known:
+        sign = mode_sign(mode)       # normalized() reads values as given, then signs them
+        up = [sign * (sign * m + sd) for _, (m, sd) in known]
+        down = [sign * (sign * m - sd) for _, (m, sd) in known]
+        trs = [tr for tr, _ in known]
+        half = (normalized(trs, mode, lo, hi, values=up, warp=warp)
+                - normalized(trs, mode, lo, hi, values=down, warp=warp)) / 2
+        var[[tr.start_index for tr in trs]] = half ** 2
+    return var
 
 
 def pending_in_window(trial: Trial, m: float, unit: str, now: float, t: int) -> bool:

@@ -12,7 +12,7 @@ import numpy as np
 
 from . import acquisition as acq
 from .algorithms import Algorithm
-from .censoring import Window, censored_targets, counted
+from .censoring import Finals, Window, censored_targets, counted, predicted_variances
 from .constraint_estimates import ConstraintEstimates
 from .constraints import feasible
 from .context import Contexts, at_context
@@ -53,7 +53,7 @@ class Chooser:
         self.n_initial, self.rng = n_initial, rng
         self.last_nu: float | None = None     # nu_t of the last choice
         # partial runs' predicted final values (``Optimizer.use_curves``), None: their last ones
-        self.finals: Callable[[list[Trial]], list[float | None]] | None = None
+        self.finals: Finals | None = None
 
     @property
     def subset_active(self) -> bool:
@@ -75,9 +75,14 @@ class Chooser:
 
     def objective_view(self, done: list[Trial], y_all: np.ndarray, refit: bool = True) -> Posterior:
         """Refit if due, then the objective's posterior the algorithm's pending-trial rule asks
-        for."""
+        for (a predicted final value enters with its variance: ``predicted_variances``)."""
+        extra = None
+        if self.finals is not None and self.settings.research.censored.censor_at_partial:
+            extra = predicted_variances(self.ledger.trials, done, self.settings.mode,
+                                        *self.scale.reward_range(), self.scale.warp(), self.finals)
         return self.view(self.objective, self.ledger.trials, self.ledger.by_id, done, y_all,
-                         self.scale.targets, self.rng, refit=refit, objective=True)
+                         self.scale.targets, self.rng, refit=refit, objective=True,
+                         extra_noise=extra)
 
     def maybe_subset(self, t: int, done: Callable[[], list[Trial]], choosing: bool) -> None:
         """Past ``exact_until`` started trials, choose the GPs' subset (``tuner.core.subset``)

@@ -65,8 +65,8 @@ class CurveModel:
         self._fitted_at = 0                               # finished runs at the last fit
         self._version = 0                                 # bumped by each finished run
         self._cache: tuple | None = None        # (version, gp, residuals, trend, calibration)
-        # trial -> ((version, furthest point), predicted final): ``predicted_finals``
-        self._predicted: dict[int, tuple[tuple, float]] = {}
+        # trial -> ((version, furthest point), (mean, sd)): ``predicted_finals``
+        self._predicted: dict[int, tuple[tuple, tuple[float, float]]] = {}
 
     def state(self) -> dict[str, Any]:
         """What the model learned, as JSON-ready data (``load_state`` restores it exactly)."""
@@ -199,11 +199,11 @@ class CurveModel:
         return [(float(v + mi), scale * float(math.sqrt(max(vi, 0.0) + noise)))
                 for v, mi, vi in zip(values, m, var)]
 
-    def predicted_finals(self, trial_ids: list[int]) -> list[float | None]:
-        """Partial runs' predicted final values (the model's means, from each run's furthest kept
-        point); None for a run that kept no point.  A prediction is kept until the model or the
-        run's furthest point changes: a stopped run's is computed once per finished run, not
-        once per suggestion.
+    def predicted_finals(self, trial_ids: list[int]) -> list[tuple[float, float] | None]:
+        """Partial runs' predicted final values, as (mean, standard deviation) from each run's
+        furthest kept point (``final``); None for a run that kept no point.  A prediction is
+        kept until the model or the run's furthest point changes: a stopped run's is computed
+        once per finished run, not once per suggestion.
 
         Args:
             trial_ids: the runs.
@@ -213,10 +213,10 @@ class CurveModel:
         stale = [t for t in known if self._predicted.get(t, (None,))[0] != (self._version,
                                                                             last[t])]
         if stale:
-            means = self.finals(np.array([self.x[t] for t in stale]),
-                                [last[t][0] for t in stale], [last[t][1] for t in stale])
-            for t, (m, _) in zip(stale, means):
-                self._predicted[t] = ((self._version, last[t]), m)
+            predicted = self.finals(np.array([self.x[t] for t in stale]),
+                                    [last[t][0] for t in stale], [last[t][1] for t in stale])
+            for t, final in zip(stale, predicted):
+                self._predicted[t] = ((self._version, last[t]), final)
         return [self._predicted[t][1] if t in last else None for t in trial_ids]
 
 

@@ -266,12 +266,16 @@ def _view(pending: str, gp_all: GaussianProcess, y_all: np.ndarray | None,
 
 
 def soft_view(gp_done: GaussianProcess, y_done: np.ndarray, Xc: np.ndarray, yc: np.ndarray,
-              noise_frac: float) -> Posterior | SoftCensoredPosterior:
+              noise_frac: float, extra: np.ndarray | None = None
+              ) -> Posterior | SoftCensoredPosterior:
     """Soft censoring: the usable results (``gp_done``) at the fitted noise, the censored
-    entries ``Xc`` with targets ``yc`` at noise ``noise_frac`` x amplitude."""
+    entries ``Xc`` with targets ``yc`` at noise ``noise_frac`` x amplitude, plus ``extra`` (one
+    variance per entry) where given."""
     if len(Xc) == 0:
         return Posterior(gp_done, y_done, gp_done)
-    return SoftCensoredPosterior(gp_done, y_done, Xc, yc, noise_frac * gp_done.hyper.amplitude)
+    noise = noise_frac * gp_done.hyper.amplitude
+    return SoftCensoredPosterior(gp_done, y_done, Xc, yc,
+                                 noise if extra is None else noise + np.asarray(extra, dtype=float))
 
 
 def model_factory(settings: Settings, algorithm: Algorithm, inputs: SearchSpace, n_context: int,

@@ -343,8 +343,9 @@ class Optimizer:
     def use_curves(self, model: CurveModel) -> None:
         """Learn partial curves with ``model`` and censor each trial that reported progress
         (running, or STOPPED) at its prediction of the trial's final value instead of its last
-        value (``censor_at_partial``): the search then judges a stopped or running run by where
-        its curve was heading.  From now on ``report`` and ``tell`` feed the model (progress
+        value (``censor_at_partial``), with the prediction's variance added to its noise (soft
+        censoring): the search then judges a stopped or running run by where its curve was
+        heading, as surely as the model knows it.  From now on ``report`` and ``tell`` feed the model (progress
         times ``model.max_step`` is the step); the trials so far enter it with their last
         report (a restored optimizer: its state keeps no earlier ones).
 
@@ -360,9 +361,9 @@ class Optimizer:
             if tr.status == Status.FINISHED:
                 model.finish(tr.trial_id, tr.x, sign * tr.value)
 
-        def finals(trials: list[Trial]) -> list[float | None]:
+        def finals(trials: list[Trial]) -> list[tuple[float, float] | None]:
             predicted = model.predicted_finals([tr.trial_id for tr in trials])
-            return [None if f is None else sign * f for f in predicted]
+            return [None if f is None else (sign * f[0], f[1]) for f in predicted]
 
         self.chooser.finals = finals
 

@@ -18,15 +18,19 @@ class SoftCensoredPosterior:
 
     The usable results keep their incrementally grown factor L_d (``gp``); the p censored
     entries are appended as one block of the joint Cholesky factor
-    [[L_d, 0], [A^T, L_S]], A = L_d^{-1} k(X_d, X_c), L_S L_S^T = k(X_c, X_c) + lambda_c I - A^T A,
+    [[L_d, 0], [A^T, L_S]], A = L_d^{-1} k(X_d, X_c), L_S L_S^T = k(X_c, X_c) + Lambda_c - A^T A
+    (Lambda_c = lambda_c I, or a diagonal of one noise per entry),
     at O(n^2 p) per suggestion (p = running plus censored-for-good trials).
     """
 
     def __init__(self, gp: GaussianProcess, y: np.ndarray, Xc: np.ndarray, yc: np.ndarray,
-                 noise_c: float):
+                 noise_c: float | np.ndarray):
         self.var_gp = self.mean_gp = gp
         self.offset = 0.0          # a constant prior mean (as Posterior.offset)
-        self.Xc, self.noise_c = np.asarray(Xc, dtype=float).reshape(-1, gp.dim), float(noise_c)
+        self.Xc = np.asarray(Xc, dtype=float).reshape(-1, gp.dim)
+        # one noise for every censored entry, or one each (a predicted final's variance added)
+        self.noise_c = (float(noise_c) if np.ndim(noise_c) == 0
+                        else np.asarray(noise_c, dtype=float))
         self._censored_var: np.ndarray | None = None
         self._setup(np.asarray(y, dtype=float), np.asarray(yc, dtype=float))
 
@@ -48,7 +52,8 @@ class SoftCensoredPosterior:
         try:
             self.L_S = cholesky(S, lower=True, check_finite=False)
         except np.linalg.LinAlgError:
-            S[np.diag_indices_from(S)] += JITTER * 1e4 * (gp.hyper.amplitude + self.noise_c)
+            S[np.diag_indices_from(S)] += JITTER * 1e4 * (gp.hyper.amplitude
+                                                          + float(np.max(self.noise_c)))
             self.L_S = cholesky(S, lower=True, check_finite=False)
         self.w_c = solve_triangular(self.L_S, rc, lower=True, check_finite=False)
         # alpha = (K + Lambda)^{-1} y over [X_d; X_c], for the O(n m) mean of shifted_top

@@ -29,7 +29,8 @@ class PosteriorView:
 
     def __call__(self, model: CensoredModel, trials: Sequence[Trial], by_id: Mapping[int, Trial],
                  done: list[Trial], y_all: np.ndarray, targets: Targets, rng: np.random.Generator,
-                 refit: bool = True, objective: bool = False) -> Posterior:
+                 refit: bool = True, objective: bool = False,
+                 extra_noise: np.ndarray | None = None) -> Posterior:
         """Refit if due, then the posterior (``objective``: the objective's model, whose targets
         are centred on their mean when ``research.prior_mean`` is "mean", and whose running
         trials ``research.believe_past`` may enter at the posterior mean; a constraint's are
@@ -38,6 +39,8 @@ class PosteriorView:
         With ``sliding_window`` W (RPOL-SWUCB, 004 §6 / App. D) only the last W started trials
         inform the posterior; the hyperparameters are still fit on every usable result, and the
         variation-budget terms Gamma_t (which need the unknown path length P_T) are 0.
+        ``extra_noise`` (per started trial, on the targets' scale) is added to a censored
+        entry's noise under soft censoring: a predicted final value's variance.
         """
         offset, s = 0.0, self.settings
         centred = (
@@ -48,13 +51,13 @@ class PosteriorView:
             y_all, plain = y_all - offset, targets
             targets = lambda trs: plain(trs) - offset  # noqa: E731
         post = self._view(model, trials, by_id, done, y_all, targets, rng, refit=refit,
-                          objective=objective)
+                          objective=objective, extra_noise=extra_noise)
         post.offset = offset
         return post
 
     def _view(self, model: CensoredModel, trials: Sequence[Trial], by_id: Mapping[int, Trial],
               done: list[Trial], y_all: np.ndarray, targets: Targets, rng: np.random.Generator,
-              refit: bool, objective: bool) -> Posterior:
+              refit: bool, objective: bool, extra_noise: np.ndarray | None = None) -> Posterior:
         s = self.settings
         model.sync(done)
         if refit and self.algorithm.estimate != "random":
@@ -72,13 +75,13 @@ class PosteriorView:
             kept = [tr for tr in done if tr.start_index >= first]
             if soft:
                 return self._soft(model.fresh(self.X(kept)), targets(kept), kept, recent, y_all,
-                                  objective)
+                                  objective, extra_noise)
             return model.recent(self.algorithm.pending, self.X(recent), y_all[first:],
                                 self.X(kept), targets(kept))
         y_done = targets([by_id[i] for i in model.done_ids])
         if soft:
             return self._soft(model.gp_done, y_done, [by_id[i] for i in model.done_ids],
-                              model.in_model(trials), y_all, objective)
+                              model.in_model(trials), y_all, objective, extra_noise)
         return model.posterior(self.algorithm.pending, y_all, y_done)
 
     @property
@@ -95,9 +98,11 @@ class PosteriorView:
         return np.array([tr.x for tr in trials]).reshape(len(trials), self.dim)
 
     def _soft(self, gp, y_done: np.ndarray, done: list[Trial], trials: Sequence[Trial],
-              y_all: np.ndarray, objective: bool) -> Posterior:
+              y_all: np.ndarray, objective: bool,
+              extra_noise: np.ndarray | None = None) -> Posterior:
         """Soft censoring: every trial of ``trials`` not in ``done`` enters with its censored
-        target y_all[s] at noise ``censor_noise`` x amplitude (a deviation from eq. 1).  With
+        target y_all[s] at noise ``censor_noise`` x amplitude (a deviation from eq. 1), plus
+        ``extra_noise[s]`` where given (a predicted final value's variance).  With
         more than ``believe_past`` trials running (the objective only), a running trial that has
         not reported a step enters at the results' posterior mean instead (a believer: the mean
         stays, the variance there falls, as in GP-BUCB's hallucination; a second deviation).
@@ -146,4 +151,6 @@ class PosteriorView:
                         mean = np.where(running[believed],
                                         y_min + known * np.maximum(mean - y_min, 0.0), mean)
                     yc[believed] = mean
-        return soft_view(gp, y_done, Xc, yc, self.settings.research.censored.censor_noise)
+        extra = (extra_noise[[tr.start_index for tr in cens]]
+                 if extra_noise is not None and cens else None)
+        return soft_view(gp, y_done, Xc, yc, self.settings.research.censored.censor_noise, extra)
