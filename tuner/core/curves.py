@@ -29,11 +29,12 @@ one to full length.  Values are maximized (pass -loss).
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
 from .kernels import SquaredExponential
+from .trial import Status, Trial
 
 
 # gains are differences of values in [0, 1]-like ranges; the fit is a MAP fit with the
@@ -128,6 +129,28 @@ class CurveModel:
         self.x[trial_id] = np.asarray(x, dtype=float)
         self.done[trial_id] = float(value)
         self._version += 1
+
+    def learn_from(self, trials: Sequence[Trial], sign: float
+                   ) -> Callable[[Sequence[Trial]], list[tuple[float, float] | None]]:
+        """Take in an optimizer's trials so far (each with its last report, and its result if
+        it finished), and give the search's reading of the model: trials -> each one's
+        predicted final value as (mean, sd) in the objective's units, or None.
+
+        Args:
+            trials: the optimizer's trials.
+            sign: +1 to maximize the objective, -1 to minimize it.
+        """
+        for tr in trials:
+            if tr.progress is not None and tr.partial is not None:
+                self.observe(tr.trial_id, tr.x, tr.progress * self.max_step, sign * tr.partial)
+            if tr.status == Status.FINISHED:
+                self.finish(tr.trial_id, tr.x, sign * tr.value)
+
+        def finals(of: Sequence[Trial]) -> list[tuple[float, float] | None]:
+            predicted = self.predicted_finals([tr.trial_id for tr in of])
+            return [None if f is None else (sign * f[0], f[1]) for f in predicted]
+
+        return finals
 
     def forget(self, trial_id: int) -> None:
         """A run that starts over (a resumed study's running trial): its points are dropped.

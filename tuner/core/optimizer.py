@@ -345,27 +345,16 @@ class Optimizer:
         (running, or STOPPED) at its prediction of the trial's final value instead of its last
         value (``censor_at_partial``), with the prediction's variance added to its noise (soft
         censoring): the search then judges a stopped or running run by where its curve was
-        heading, as surely as the model knows it.  From now on ``report`` and ``tell`` feed the model (progress
-        times ``model.max_step`` is the step); the trials so far enter it with their last
-        report (a restored optimizer: its state keeps no earlier ones).
+        heading, as surely as the model knows it.  From now on ``report`` and ``tell`` feed
+        the model (progress times ``model.max_step`` is the step); the trials so far enter it
+        with their last report (a restored optimizer: its state keeps no earlier ones).
 
         Args:
             model: the study's model of partial curves (the stopping rule's, so that search and
                 stop decisions read one model).
         """
-        sign = mode_sign(self.settings.mode)
         self.curves = model
-        for tr in self.trials:
-            if tr.progress is not None and tr.partial is not None:
-                model.observe(tr.trial_id, tr.x, tr.progress * model.max_step, sign * tr.partial)
-            if tr.status == Status.FINISHED:
-                model.finish(tr.trial_id, tr.x, sign * tr.value)
-
-        def finals(trials: list[Trial]) -> list[tuple[float, float] | None]:
-            predicted = model.predicted_finals([tr.trial_id for tr in trials])
-            return [None if f is None else (sign * f[0], f[1]) for f in predicted]
-
-        self.chooser.finals = finals
+        self.chooser.finals = model.learn_from(self.trials, mode_sign(self.settings.mode))
 
     # --- the rules the study loop applies (``stops.StopRules``) ---------------------------------
 
