@@ -14,7 +14,8 @@ import argparse
 import csv
 
 import numpy as np
-from scipy.stats import wilcoxon
+
+from tuner.bench.paired import behind
 
 PEERS = ["random", "random-topk", "ray-asha-random", "ray-asha-tpe", "optuna-tpe-hyperband",
          "optuna-tpe-sh", "syne-asha", "syne-bohb", "ax"]
@@ -31,16 +32,6 @@ def read(path: str) -> Runs:
     for r in csv.DictReader(open(path)):
         out.setdefault((r["problem"], int(r["workers"]), r["method"]), {})[int(r["seed"])] = r
     return out
-
-
-def behind(ours: dict[int, float], peer: dict[int, float]) -> bool:
-    """Ours below the peer beyond the spread: a paired Wilcoxon test over common seeds."""
-    seeds = sorted(set(ours) & set(peer))
-    d = np.array([ours[s] - peer[s] for s in seeds])
-    nz = d[np.abs(d) > 1e-9]
-    if len(seeds) < 5 or len(nz) < 5:
-        return False
-    return bool(wilcoxon(nz).pvalue < 0.05 and np.median(d) <= 0 and nz.mean() < 0)
 
 
 def median(runs: dict[int, dict[str, str]], key: str) -> float:

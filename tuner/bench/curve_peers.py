@@ -223,8 +223,10 @@ class SyneTuneMultiFidelity(Adapter):
             self.scheduler.on_trial_remove(self.trials[trial_id])
 
 
-def _ours(method: str, problem: Any, seed: int) -> tuple[Any, list[Any]]:
-    """One of ``OURS`` (but TunerSearch under Ray's ASHA): the optimizer and its rules."""
+def _ours(method: str, problem: Any, seed: int,
+          overrides: Mapping[str, Any] | None = None) -> tuple[Any, list[Any]]:
+    """One of ``OURS`` (but TunerSearch under Ray's ASHA): the optimizer and its rules;
+    ``overrides`` go over a study's defaults (``tuner-study*``)."""
     epochs, fid = problem.epochs, Fidelity("epoch", problem.epochs)
     extra: dict[str, Any] = extra_budget(problem)
     rules: list[Any] = []
@@ -241,6 +243,7 @@ def _ours(method: str, problem: Any, seed: int) -> tuple[Any, list[Any]]:
         # before 2026-11-29: the budget on the median run time
         if method == "tuner-study-median":
             extra["budget_bound"] = "median"
+        extra.update(overrides or {})
     opt = Optimizer(problem.space,
                     Settings.from_dict({**extra, "seed": seed, "objective_bounds": (0.0, 1.0)}))
     if method.endswith("-asha"):
@@ -256,8 +259,12 @@ def _ours(method: str, problem: Any, seed: int) -> tuple[Any, list[Any]]:
     return opt, rules
 
 
-def make(method: str, problem: Any, seed: int) -> tuple[Any, list[Any]]:
-    """(searcher, stopping rules) for one run of ``method`` on a ``CurveProblem``."""
+def make(method: str, problem: Any, seed: int,
+         overrides: Mapping[str, Any] | None = None) -> tuple[Any, list[Any]]:
+    """(searcher, stopping rules) for one run of ``method`` on a ``CurveProblem``;
+    ``overrides``: optimizer settings over a study's defaults (``tuner-study*`` only)."""
+    if overrides and not method.startswith("tuner-study"):
+        raise ValueError(f"overrides apply to the tuner-study methods, not {method!r}")
     epochs = problem.epochs
     if method.startswith("ray-asha-tuner"):   # TunerSearch under Ray's ASHA: the first route
         opt = Optimizer(problem.space, Settings.from_dict(
@@ -268,7 +275,7 @@ def make(method: str, problem: Any, seed: int) -> tuple[Any, list[Any]]:
         searcher = Recorder(opt)
         return searcher, [RayScheduler(ray_asha(epochs), searcher.configs)]
     if method in OURS:
-        return _ours(method, problem, seed)
+        return _ours(method, problem, seed, overrides)
     if method == "random":
         return Optimizer(problem.space, seed=seed, algorithm="random", n_initial=1), []
     if method == "random-topk":

@@ -146,8 +146,11 @@ TABLE_PROBLEMS = ("cnn-table", "logreg-table", "cnn-table-budget")
 
 
 def one_run(problem: str, workers: int, method: str, seed: int,
-            rounds: float | None = None) -> dict[str, Any]:
-    """Simulate one (problem, W, method, seed); the CSV row.  ``rounds``: a shorter horizon."""
+            rounds: float | None = None,
+            overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Simulate one (problem, W, method, seed); the CSV row.  ``rounds``: a shorter horizon;
+    ``overrides``: optimizer settings over a study's defaults, for the ``tuner-study*`` methods
+    (a candidate default: ``tuner.bench.no_regression``)."""
     p = PROBLEMS[problem]()
     if rounds is not None:
         p.rounds = rounds
@@ -155,7 +158,7 @@ def one_run(problem: str, workers: int, method: str, seed: int,
     t0 = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        searcher, rules = make(method, p, seed)
+        searcher, rules = make(method, p, seed, overrides)
         res = simulate(searcher, p.family, p.family.run_time(), n_trials=10 ** 6, workers=workers,
                        noise_std=p.noise_std, seed=1000 + seed, time_limit=horizon,
                        fidelity=Fidelity("epoch", p.epochs), stopping=rules)

@@ -14,7 +14,7 @@ import argparse
 import math
 from collections import defaultdict
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -42,6 +42,27 @@ def wins_losses(
     won = sum(a > b for a, b in common)
     lost = sum(a < b for a, b in common)
     return won, lost, len(common)
+
+
+def behind(ours: Mapping[int, float], ref: Mapping[int, float], alpha: float = 0.05) -> bool:
+    """``ours`` below ``ref`` beyond the seeds' spread: a two-sided paired Wilcoxon signed-rank
+    test over the seeds both have (scipy; differences under 1e-9 are ties and left out)
+    rejects at ``alpha``, and the differences lean below.  Fewer than 5 seeds, or 5 untied
+    differences, never count as behind (the exact test cannot reject at 0.05 with under 6).
+
+    Args:
+        ours: seed -> score (higher is better; a run with no score as a very low one).
+        ref: seed -> the reference's score.
+        alpha: the test's level.
+    """
+    from scipy.stats import wilcoxon
+
+    seeds = sorted(set(ours) & set(ref))
+    d = np.array([ours[s] - ref[s] for s in seeds], dtype=float)
+    nz = d[np.abs(d) > 1e-9]
+    if len(seeds) < 5 or len(nz) < 5:
+        return False
+    return bool(wilcoxon(nz).pvalue < alpha and np.median(d) <= 0 and nz.mean() < 0)
 
 
 def over(rows: list[dict[str, Any]], q: float, limited: bool) -> str:
