@@ -39,8 +39,8 @@ def test_the_command_runs_both_defaults_on_the_same_seeds_and_exits_1_when_behin
     behind at H on both; the rows resume and the report reads them back."""
     out = tmp_path / "check"
     argv = ["--candidate", '{"algorithm": "random"}', "--out", str(out), "--problems",
-            "branin", "--curve-problems", "crossing", "--workers", "4", "--seeds", "6",
-            "--procs", "2"]
+            "branin", "--curve-problems", "crossing", "--family-instances", "0", "--workers", "4",
+            "--seeds", "6", "--procs", "2"]
     assert nr.main(argv) == 1
     got = nr.read(out / "runs.csv")
     assert len(got) == 24 and {r["method"] for r in got} == {nr.DEFAULT, nr.CANDIDATE}

@@ -1,11 +1,12 @@
 """The no-regression check: a candidate default against today's, paired by seed, on the
-harness's problems and the learning-curve problems at W = 4 and 16.  It flags every (problem,
+harness's problems, instances of every problem family (``tuner.bench.families``, from its
+tuning split unless told) and the learning-curve problems at W = 4 and 16.  It flags every (problem,
 W, horizon) where the candidate's best score is behind today's beyond the seeds' spread (a
 paired Wilcoxon test, ``tuner.bench.paired.behind``), and where it is ahead.
 
     python -m tuner.bench.no_regression --candidate '{"kernel": "se"}' --out DIR
     python -m tuner.bench.no_regression --candidate '{...}' --out DIR --problems branin \\
-        --curve-problems crossing --workers 4 --seeds 10          # a quick look
+        --curve-problems crossing --family-instances 0 --workers 4 --seeds 10   # a quick look
     python -m tuner.bench.no_regression --report DIR              # the check from DIR/runs.csv
 
 The candidate is a set of optimizer settings over a study's defaults (``tuner.study.defaults``,
@@ -33,6 +34,7 @@ import numpy as np
 
 from tuner.core.persist import append_row, write_atomic
 
+from .families import FAMILIES, instances
 from .metrics import FRACTIONS
 from .paired import behind
 
@@ -175,6 +177,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--report", type=Path, help="only the check, from FOLDER/runs.csv")
     ap.add_argument("--problems", nargs="*", help="harness problems (default: all)")
     ap.add_argument("--curve-problems", nargs="*", help="learning-curve problems (default: all)")
+    ap.add_argument("--family-instances", type=int, default=5,
+                    help="instances of each problem family (tuner.bench.families), from the "
+                         "split --split (default 5, from the tuning split)")
+    ap.add_argument("--split", choices=("tuning", "held-out"), default="tuning")
     ap.add_argument("--workers", nargs="*", type=int, default=[4, 16])
     ap.add_argument("--seeds", type=int, default=10)
     ap.add_argument("--procs", type=int, default=2)
@@ -200,7 +206,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             ap.error(f"--candidate: {exc}")
         folder.mkdir(parents=True, exist_ok=True)
         write_atomic(folder / "candidate.json", json.dumps(candidate, indent=1))
-        problems = harness_problems() if args.problems is None else args.problems
+        problems = harness_problems() if args.problems is None else list(args.problems)
+        problems += [p for f in FAMILIES for p in instances(f, args.split, args.family_instances)]
         curves = curve_problems() if args.curve_problems is None else args.curve_problems
         run(plan(problems, curves, args.workers, args.seeds), folder / "runs.csv", candidate,
             args.procs)

@@ -321,6 +321,13 @@ def lookup_available(name: str) -> bool:
 
 @lru_cache(maxsize=None)
 def get_problem(name: str) -> Problem:
+    """A harness problem by name: one of ``PROBLEMS``, or a family instance
+    ``family-<family>-<seed>`` (``tuner.bench.families``)."""
+    from . import families
+
+    if families.parse(name) is not None:
+        return families.instance(name)
     if name not in PROBLEMS:
-        raise ValueError(f"unknown problem {name!r}; known: {sorted(PROBLEMS)}")
+        raise ValueError(f"unknown problem {name!r}; known: {sorted(PROBLEMS)}, or "
+                         f"family-<family>-<seed> with a family of {list(families.FAMILIES)}")
     return PROBLEMS[name]()
