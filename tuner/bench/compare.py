@@ -7,6 +7,8 @@ clock.
     nice -n 19 python -m tuner.bench.compare
     # tables and plots from runs.csv
     python -m tuner.bench.compare --report-only
+    # held-out instances of problem families (tuner.bench.families), every peer
+    python -m tuner.bench.compare --families mixed categorical --instances 10 --out DIR
 
 Each run: W workers, a new trial the moment one frees, log-normal run times around a mean that
 depends on the configuration, results told in arrival order, running trials pending in each
@@ -172,7 +174,8 @@ def versions() -> dict[str, str]:
 
 def harness_args(argv: Sequence[str] | None, doc: str, quick: str, name: str,
                  problems: Sequence[str] | None = None,
-                 methods: Sequence[str] | None = None) -> tuple[argparse.Namespace, Path]:
+                 methods: Sequence[str] | None = None,
+                 families: bool = False) -> tuple[argparse.Namespace, Path]:
     """The command line of a harness run (this benchmark, the learning-curve one) and its
     output folder, made: ``--out``, else ``docs/research/results/<name>`` for a full run and a
     temporary folder for ``--quick``.
@@ -183,6 +186,8 @@ def harness_args(argv: Sequence[str] | None, doc: str, quick: str, name: str,
         quick: what ``--quick`` runs.
         name: the results' folder under docs/research/results.
         problems, methods: the names ``--problems`` and ``--methods`` allow (None: any).
+        families: offer ``--families``, ``--instances`` and ``--split``: instances of problem
+            families (``tuner.bench.families``) besides ``--problems``.
     """
     ap = argparse.ArgumentParser(description=doc,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -193,6 +198,14 @@ def harness_args(argv: Sequence[str] | None, doc: str, quick: str, name: str,
     ap.add_argument("--problems", nargs="*", default=None, choices=problems)
     ap.add_argument("--methods", nargs="*", default=None, choices=methods)
     ap.add_argument("--workers", nargs="*", type=int, default=None)
+    if families:
+        from .families import FAMILIES
+
+        ap.add_argument("--families", nargs="*", default=None, choices=FAMILIES,
+                        help="run instances of these problem families too")
+        ap.add_argument("--instances", type=int, default=10, help="instances per family")
+        ap.add_argument("--split", choices=("tuning", "held-out"), default="held-out",
+                        help="which instances: tuning (choose defaults) or held-out (report)")
     ap.add_argument("--report-only", action="store_true")
     ap.add_argument("--deadline", default=None,
                     help="HH:MM (local time): start no run after it; the report covers what "
@@ -205,7 +218,14 @@ def harness_args(argv: Sequence[str] | None, doc: str, quick: str, name: str,
 
 
 def main(argv: Sequence[str] | None = None) -> Path:
-    args, out = harness_args(argv, __doc__, "3 problems, W = 4, 2 seeds, 5 methods", "compare")
+    args, out = harness_args(argv, __doc__, "3 problems, W = 4, 2 seeds, 5 methods", "compare",
+                             families=True)
+    if args.families:
+        from .families import instances
+
+        named = list(args.problems or [])
+        args.problems = named + [p for f in args.families
+                                 for p in instances(f, args.split, args.instances)]
     runs = out / "runs.csv"
     if not args.report_only:
         try:
