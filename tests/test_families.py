@@ -72,3 +72,29 @@ def test_the_harness_runs_a_family_instance_as_any_problem():
     row = one_run("family-budget-1", 4, "random", 0)
     assert row["trials"] > 10 and row["best_1"] >= row["best_0.25"]
     assert row["infeasible_trials"] > 0      # random search does not know the budget
+
+
+def test_the_family_report_judges_a_method_over_the_instances(tmp_path):
+    """Seven instances: a method ahead of ours on every one is named; one behind on every one
+    is not; the scores are normalized per instance (0: a random configuration's median)."""
+    import csv
+
+    from tuner.bench.family_report import normalizer, report
+
+    names = F.instances("categorical", "tuning", 7)
+    path = tmp_path / "runs.csv"
+    with path.open("w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=["problem", "workers", "method", "seed", "best_0.25",
+                                           "best_0.5", "best_1"])
+        w.writeheader()
+        for name in names:
+            med, top = normalizer(name)
+            for seed in range(3):
+                for method, share in (("study", 0.6), ("ahead", 0.8), ("behind", 0.3)):
+                    v = med + share * (top - med) + 0.001 * seed
+                    w.writerow({"problem": name, "workers": 4, "method": method, "seed": seed,
+                                "best_0.25": v, "best_0.5": v, "best_1": v})
+    text, ok, total = report([path], "study")
+    assert (ok, total) == (0, 3)
+    assert "H: behind ahead" in text and "behind behind" not in text
+    assert "| study | 0.60" in text and "(7 instances)" in text
