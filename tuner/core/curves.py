@@ -9,15 +9,13 @@ inputs (x, s_k, y_k) -- its configuration in the unit cube, its progress on a lo
 s = ln(step) / ln(max) (0 after the first step, 1 at full length), and the value it had
 then -- and the target y_final - y_k.  A run at step k with value y_k is predicted to end at
 
-    y_k + mu(x, s_k, y_k),   with variance c_k^2 (sigma^2(x, s_k, y_k) + lambda),
+    y_k + mu(x, s_k, y_k),   with variance sigma^2(x, s_k, y_k) + lambda,
 
 from a GP with a squared-exponential kernel, one lengthscale per input and noise lambda, fit by
 marginal likelihood with a lengthscale prior (``marginal_likelihood.fit_hyperparameters``) as
 runs finish.  Conditioning on y_k tells a slow starter on course (a learning rate that starts
 low and ends high, as finished runs showed) from one that is not; the noise lambda in the
-predictive variance keeps the model from being sure of a gain no run showed reliably, and
-c_k >= 1, the leave-one-run-out calibration at the run's progress level (``calibration``),
-widens the spread where the finished runs' own errors say it is too narrow.
+predictive variance keeps the model from being sure of a gain no run showed reliably.
 
 Learning the gain from the runs of this study, with no parametric curve family, is the design
 choice: freeze-thaw BO (Swersky et al. 2014) models the curve itself with an exponential-decay
