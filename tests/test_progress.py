@@ -435,29 +435,3 @@ def test_a_study_takes_grace_auto_and_names_the_field_for_a_bad_grace(tmp_path):
         config("fast")
     with pytest.raises(ConfigError, match=r"early_stopping.cutoff.*quantile.*rank"):
         config(1, cutoff="median")
-
-
-def test_the_curve_rule_keeps_a_run_at_chance_early_where_such_runs_have_ended_best():
-    """Finished runs that were all at chance after two steps ended either near the best or at
-    chance, whatever their configuration; later their curves were plain to read.  The model's
-    spread is calibrated per progress level, so it is wider at step 2 than at step 16: a new
-    run at chance at step 2 goes on, one far below the best at step 16 is stopped."""
-    from tuner.core.curves import CurveModel
-    from tuner.loop.stopping import CurveRule
-
-    rng = np.random.default_rng(0)
-    xs = {t: rng.random(1) for t in range(14)}
-    rule = CurveRule(CurveModel(1, 27, 0), xs.__getitem__, FIDELITY)
-
-    def curve(final, k):            # at chance (0.1) to step 2, then on course to its final
-        return 0.1 if k <= 2 else 0.1 + (final - 0.1) * (1 - 0.6 ** (k - 2))
-
-    for t in range(12):
-        final = 0.9 if t % 2 else 0.1
-        for k in (1, 2, 4, 8, 16):
-            rule.model.observe(t, xs[t], k, curve(final, k))
-        rule.on_end(t, Status.FINISHED, final)
-    scale = rule.model._gp()[3]
-    assert scale[1] > 1.3 * scale[4]        # step 2's level is far less certain than step 16's
-    assert rule.decide(12, 2, 0.1, 2) is None
-    assert rule.decide(13, 16, curve(0.4, 16), 16) is not None

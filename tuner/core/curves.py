@@ -42,8 +42,6 @@ from .trial import Status, Trial
 BOUNDS = {"amplitude": (1e-4, 1.0), "lengthscale": (0.05, 10.0), "noise": (1e-6, 0.1)}
 # at most this many examples in the GP (the newest runs' are kept: O(n^3) per rebuild)
 MAX_EXAMPLES = 400
-# a level's own calibration from this many examples on (``calibration``)
-MIN_PER_LEVEL = 3
 
 
 class CurveModel:
@@ -196,9 +194,7 @@ class CurveModel:
                 self._fitted_at = len(self.done)
             gp = GaussianProcess(self.kernel, self.hyper)
             gp.reset(X)
-            self._cache = (self._version, gp, r, beta,
-                           calibration(gp, r, runs, levels_of(X, self.max_step),
-                                       n_levels(self.max_step)))
+            self._cache = (self._version, gp, r, beta, calibration(gp, r, runs))
         return self._cache[1:]
 
     def final(self, x: np.ndarray, step: float, value: float) -> tuple[float, float]:
@@ -222,9 +218,9 @@ class CurveModel:
                       for x, k, v in zip(X, steps, values)]).reshape(len(steps), self.dim + 2)
         m, var = Posterior(gp, r, gp).predict(U)
         m = m + trend(U, self.max_step) @ beta
-        noise, c = self.hyper.noise, scale[levels_of(U, self.max_step)]
-        return [(float(v + mi), float(ci * math.sqrt(max(vi, 0.0) + noise)))
-                for v, mi, vi, ci in zip(values, m, var, c)]
+        noise = self.hyper.noise
+        return [(float(v + mi), scale * float(math.sqrt(max(vi, 0.0) + noise)))
+                for v, mi, vi in zip(values, m, var)]
 
     def predicted_finals(self, trial_ids: list[int]) -> list[tuple[float, float] | None]:
         """Partial runs' predicted final values, as (mean, standard deviation) from each run's
@@ -247,25 +243,16 @@ class CurveModel:
         return [self._predicted[t][1] if t in last else None for t in trial_ids]
 
 
-def n_levels(max_step: float) -> int:
-    """How many ``step_level``s lie below full length: 1, 2, 4, ... below ``max_step``."""
-    return max(1, math.ceil(math.log2(max_step))) if max_step > 1 else 1
-
-
-def levels_of(X: np.ndarray, max_step: float) -> np.ndarray:
-    """The ``step_level`` of each example's kept step, from its progress input s (the
-    second-to-last column: s = ln k / ln max_step)."""
-    scale = math.log2(max_step) if max_step > 1 else 0.0
-    return np.clip(np.floor(X[:, -2] * scale + 1e-9), 0, n_levels(max_step) - 1).astype(int)
-
-
 def trend(X: np.ndarray, max_step: float) -> np.ndarray:
     """The gain's trend terms: per ``step_level`` of the kept step k (1, 2, 4, ... below
     ``max_step``), 1 and y_k (the last two inputs are s = ln k / ln max_step and y_k)."""
-    at = levels_of(X, max_step)
-    F = np.zeros((len(X), 2 * n_levels(max_step)))
+    levels = max(1, math.ceil(math.log2(max_step))) if max_step > 1 else 1
+    s, y = X[:, -2], X[:, -1]
+    scale = math.log2(max_step) if max_step > 1 else 0.0
+    at = np.clip(np.floor(s * scale + 1e-9), 0, levels - 1).astype(int)     # ``step_level``
+    F = np.zeros((len(X), 2 * levels))
     F[np.arange(len(X)), 2 * at] = 1.0
-    F[np.arange(len(X)), 2 * at + 1] = X[:, -1]
+    F[np.arange(len(X)), 2 * at + 1] = y
     return F
 
 
@@ -280,49 +267,30 @@ def trend_coefficients(F: np.ndarray, g: np.ndarray, ridge: float = 1e-3) -> np.
     return np.linalg.solve(F.T @ F + ridge * np.eye(F.shape[1]), F.T @ g)
 
 
-def calibration(gp: Any, g: np.ndarray, runs: np.ndarray, levels: np.ndarray,
-                count: int) -> np.ndarray:
-    """How much wider the model's predictive spread must be to cover what it did not see, per
-    ``step_level``: the root mean square of the leave-one-run-out standardized errors of the
-    examples at that level where it has ``MIN_PER_LEVEL`` or more, and at least that of all the
-    examples (and 1).  Per level, because the gain is much less certain early on (a CNN at
-    chance after two epochs may end at chance or near the best) than late, and one factor for
-    all levels is set by the many well-predicted late examples; never below the overall one,
-    because a level's few examples can look better predicted than they are.
+def calibration(gp: Any, g: np.ndarray, runs: np.ndarray) -> float:
+    """How much wider the model's predictive spread must be to cover what it did not see: the
+    root mean square of the leave-one-run-out standardized errors of its examples, at least 1.
 
     With K^-1 from the GP's factor, leaving run r's block B out gives the residuals
     (K^-1)_BB^-1 (K^-1 g)_B and their covariance (K^-1)_BB^-1, K with the noise (Rasmussen &
     Williams 2006, eq. 5.12, per block), so the check costs one inverse.  The examples of one
     run share its curve: leaving them out one at a time would let the run's other points vouch
     for it.
-
-    Args:
-        gp: the GP on the examples (its factor).
-        g: the examples' targets (the gains less their trend).
-        runs: the run each example came from.
-        levels: each example's ``step_level``.
-        count: how many levels there are (``n_levels``).
     """
     from scipy.linalg import cho_solve
 
     n = len(g)
     if n < 2 or len(set(runs.tolist())) < 3:
-        return np.ones(count)
+        return 1.0
     Kinv = cho_solve((gp.L, True), np.eye(n))
     alpha = Kinv @ g
-    z2 = np.zeros(n)
+    z2 = []
     for r in set(runs.tolist()):
         B = np.flatnonzero(runs == r)
         cov = np.linalg.inv(Kinv[np.ix_(B, B)])
         resid = cov @ alpha[B]
-        z2[B] = resid ** 2 / np.diag(cov)
-    overall = max(1.0, float(math.sqrt(np.mean(z2))))
-    out = np.full(count, overall)
-    for k in range(count):
-        at = levels == k
-        if at.sum() >= MIN_PER_LEVEL:
-            out[k] = max(overall, float(math.sqrt(np.mean(z2[at]))))
-    return out
+        z2 += list(resid ** 2 / np.diag(cov))
+    return max(1.0, float(math.sqrt(np.mean(z2))))
 
 
 def step_level(step: float) -> int:
