@@ -56,3 +56,14 @@ def test_a_candidate_that_is_not_a_setting_is_refused_naming_it(tmp_path, capsys
         nr.main(["--candidate", '{"kernal": "se"}', "--out", str(tmp_path / "x")])
     assert "did you mean 'kernel'" in capsys.readouterr().err
     assert not (tmp_path / "x").exists()
+
+
+def test_a_candidate_that_needs_a_run_time_budget_is_refused_on_a_problem_without_one(tmp_path,
+                                                                                      capsys):
+    args = ["--candidate", '{"stop_margin": 0.5}', "--curve-problems", "--family-instances", "0"]
+    with pytest.raises(SystemExit):
+        nr.main([*args, "--out", str(tmp_path / "x"), "--problems", "hpo-mixed-budget", "branin"])
+    err = capsys.readouterr().err
+    assert "stop_margin needs a run-time constraint" in err and "(on branin)" in err
+    assert not (tmp_path / "x").exists()
+    assert nr.invalid({"stop_margin": 0.5}, ["hpo-mixed-budget"]) is None

@@ -88,6 +88,30 @@ def one_run(suite: str, problem: str, workers: int, method: str, seed: int,
             "infeasible_trials": row.get("infeasible_trials", math.nan)}
 
 
+def invalid(candidate: Mapping[str, Any], problems: Sequence[str]) -> str | None:
+    """Why ``candidate`` cannot run on one of the harness ``problems`` (with that problem's
+    constraint: ``stop_margin`` needs a run-time budget, for example), or None: a bad setting
+    fails before any run, not in a worker.
+
+    Args:
+        candidate: optimizer settings over a study's defaults.
+        problems: harness problem names.
+    """
+    from tuner.core.settings import Settings
+    from tuner.study.defaults import STUDY_OPTIMIZER_DEFAULTS
+
+    from .compare import get_problem
+
+    for name in problems or [None]:
+        constraint = get_problem(name).constraint if name else None
+        try:
+            Settings.from_dict({**STUDY_OPTIMIZER_DEFAULTS, **candidate,
+                                "constraints": [constraint] if constraint else []}).validate()
+        except ValueError as exc:
+            return f"{exc}" + (f" (on {name})" if name else "")
+    return None
+
+
 def plan(problems: Sequence[str], curves: Sequence[str], workers: Sequence[int], seeds: int
          ) -> list[tuple[str, str, int, str, int]]:
     """Every run, seed-major (an interrupted check still covers every problem)."""
@@ -197,17 +221,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             ap.error(f"--candidate is not JSON ({exc})")
         if not isinstance(candidate, dict):
             ap.error("--candidate must be a JSON object of settings, e.g. '{\"kernel\": \"se\"}'")
-        from tuner.core.settings import Settings
-        from tuner.study.defaults import STUDY_OPTIMIZER_DEFAULTS
-
-        try:                                   # a bad setting fails here, not in a worker
-            Settings.from_dict({**STUDY_OPTIMIZER_DEFAULTS, **candidate})
-        except ValueError as exc:
-            ap.error(f"--candidate: {exc}")
-        folder.mkdir(parents=True, exist_ok=True)
-        write_atomic(folder / "candidate.json", json.dumps(candidate, indent=1))
         problems = harness_problems() if args.problems is None else list(args.problems)
         problems += [p for f in FAMILIES for p in instances(f, args.split, args.family_instances)]
+        bad = invalid(candidate, problems)
+        if bad:
+            ap.error(f"--candidate: {bad}")
+        folder.mkdir(parents=True, exist_ok=True)
+        write_atomic(folder / "candidate.json", json.dumps(candidate, indent=1))
         curves = curve_problems() if args.curve_problems is None else args.curve_problems
         run(plan(problems, curves, args.workers, args.seeds), folder / "runs.csv", candidate,
             args.procs)

@@ -175,6 +175,9 @@ ABLATION: dict[str, dict[str, Any]] = {
     # runs stopped at 1.5 x the budget, their objective at the minimum (001 eq. 1) or the mean
     "study-stop": {**STUDY, "stop_margin": 0.5},
     "study-stopmean": {**STUDY, "stop_margin": 0.5, "stopped_objective": "mean"},
+    # a run stopped the moment it passes the budget (its result could not count)
+    "study-stop0": {**STUDY, "stop_margin": 0.0},
+    "study-stop0mean": {**STUDY, "stop_margin": 0.0, "stopped_objective": "mean"},
     # running trials raised from the minimum towards the results' posterior mean where those
     # pin the value down (running_objective: blend, also under a budget; a study's default,
     # "auto", blends unless a budget or run-time limit), and eq. 1's minimum everywhere (a
@@ -202,7 +205,10 @@ ABLATION: dict[str, dict[str, Any]] = {
     "study-none-or-copula": {**STUDY, "output_warp": "none-or-copula"},
     # the Optimizer's defaults with both (not its default: mixed there, see the results README)
     "tuner-gpm": {"constraint_prior_mean": "mean", "constraint_pending": "mean"},
+    # a study's defaults blind to the problem's constraint (how fast a study starts without it)
+    "study-blind": STUDY,
 }
+BLIND = ("random", "study-blind")      # methods that are not told the problem's constraint
 PEERS = ("optuna-tpe", "optuna-gp", "syne-botorch")
 METHODS = (*PROJECT, *PEERS)
 CONSTRAINED_ONLY = ("tuner-cbo",)
@@ -388,7 +394,7 @@ def applies(method: str, problem: Problem) -> bool:
 def make_method(method: str, problem: Problem, seed: int) -> Any:
     """A fresh optimizer (or adapter) for one run."""
     if method in PROJECT or method in ABLATION:
-        cons = [problem.constraint] if problem.constraint and method != "random" else []
+        cons = [problem.constraint] if problem.constraint and method not in BLIND else []
         settings = PROJECT[method] if method in PROJECT else ABLATION[method]
         settings = {k: v(problem) if callable(v) else v for k, v in settings.items()}
         return Optimizer(problem.space,
