@@ -88,22 +88,26 @@ def one_run(suite: str, problem: str, workers: int, method: str, seed: int,
             "infeasible_trials": row.get("infeasible_trials", math.nan)}
 
 
-def invalid(candidate: Mapping[str, Any], problems: Sequence[str]) -> str | None:
-    """Why ``candidate`` cannot run on one of the harness ``problems`` (with that problem's
-    constraint: ``stop_margin`` needs a run-time budget, for example), or None: a bad setting
-    fails before any run, not in a worker.
+def invalid(candidate: Mapping[str, Any], problems: Sequence[str],
+            curves: Sequence[str] = ()) -> str | None:
+    """Why ``candidate`` cannot run on one of the problems (with that problem's constraint:
+    ``stop_margin`` needs a run-time budget, for example), or None: a bad setting fails before
+    any run, not in a worker.
 
     Args:
         candidate: optimizer settings over a study's defaults.
         problems: harness problem names.
+        curves: learning-curve problem names.
     """
     from tuner.core.settings import Settings
     from tuner.study.defaults import STUDY_OPTIMIZER_DEFAULTS
 
     from .compare import get_problem
+    from .curves import PROBLEMS as CURVES
 
-    for name in problems or [None]:
-        constraint = get_problem(name).constraint if name else None
+    named = [(n, get_problem(n).constraint) for n in problems]
+    named += [(n, CURVES[n]().constraint) for n in curves if n in CURVES]
+    for name, constraint in named or [(None, None)]:
         try:
             Settings.from_dict({**STUDY_OPTIMIZER_DEFAULTS, **candidate,
                                 "constraints": [constraint] if constraint else []}).validate()
@@ -223,12 +227,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             ap.error("--candidate must be a JSON object of settings, e.g. '{\"kernel\": \"se\"}'")
         problems = harness_problems() if args.problems is None else list(args.problems)
         problems += [p for f in FAMILIES for p in instances(f, args.split, args.family_instances)]
-        bad = invalid(candidate, problems)
+        curves = curve_problems() if args.curve_problems is None else args.curve_problems
+        bad = invalid(candidate, problems, curves)
         if bad:
             ap.error(f"--candidate: {bad}")
         folder.mkdir(parents=True, exist_ok=True)
         write_atomic(folder / "candidate.json", json.dumps(candidate, indent=1))
-        curves = curve_problems() if args.curve_problems is None else args.curve_problems
         run(plan(problems, curves, args.workers, args.seeds), folder / "runs.csv", candidate,
             args.procs)
     lines, worse, _ = check(read(folder / "runs.csv"))
