@@ -118,3 +118,23 @@ def test_numbers_written_as_1e_minus_3_are_numbers_in_a_study_file(tmp_path):
     assert cfg.space["lr"]["low"] == 1e-6
     model = cfg.settings.research.model
     assert (model.noise_floor, model.lengthscale) == (1e-3, 0.2)
+
+
+def test_a_study_stops_a_run_half_past_its_wall_time_budget_unless_told_otherwise():
+    """``budget.stop_margin: auto``: a run past 1.5 x a wall-time limit is stopped (its result
+    could no longer count) and enters the objective's GP at the posterior mean; a CPU-time
+    budget is known only when a run ends, so nothing is stopped; ``null`` never stops."""
+    base = {"study": "stop", "trainable": "logreg",
+            "space": {"C": {"type": "float", "low": 0.01, "high": 10.0}}}
+    wall = load_study({**base, "budget": {"limit": 10.0, "metric": "runtime"}})
+    assert (wall.budget.stop_margin, wall.budget.stop_at) == (0.5, 15.0)
+    assert wall.settings.stop_margin == 0.5
+    assert wall.settings.research.censored.stopped_objective == "mean"
+    cpu = load_study({**base, "budget": {"limit": 10.0, "metric": "cpu_time"}})
+    assert (cpu.budget.stop_margin, cpu.budget.stop_at, cpu.settings.stop_margin) == (
+        None, None, None)
+    never = load_study({**base, "budget": {"limit": 10.0, "metric": "runtime",
+                                           "stop_margin": None}})
+    assert (never.budget.stop_at, never.settings.stop_margin) == (None, None)
+    told = load_study({**base, "budget": {"limit": 10.0, "metric": "runtime", "stop_margin": 1}})
+    assert told.budget.stop_at == 20.0

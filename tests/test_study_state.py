@@ -325,3 +325,24 @@ def test_the_built_in_study_started_before_its_budget_changed_resumes_with_the_o
     with pytest.raises(ConfigError, match=r"the config changed \['budget'"):
         StudyRunner(built_in(limit="2x"), executor=None, make_tracker=None, resume=True,
                     clock=Clock())._prepare()
+
+
+def test_a_study_started_before_wall_time_budgets_stopped_runs_resumes_without_the_stop(tmp_path):
+    """A wall-time budget stops a run at 1.5 x the limit since 2026-12-06 (``stop_margin:
+    auto``): a study started before, without a stop, resumes without one and says so, its
+    stopped runs still at eq. 1's minimum."""
+    from tuner.study.config import load_study
+
+    base = {"study": "wall", "trainable": "logreg", "output": str(tmp_path),
+            "space": {"C": {"type": "float", "low": 0.01, "high": 10.0}},
+            "budget": {"limit": 2.0, "metric": "runtime"}}
+    before = load_study({**base, "budget": {**base["budget"], "stop_margin": None},
+                         "optimizer": {"research": {"stopped_objective": "minimum"}}})
+    today = load_study(base)
+    assert (before.budget.stop_at, today.budget.stop_at) == (None, 3.0)
+    optimizer, runner, out = resumed_after_an_upgrade(before, today, Clock())
+    assert runner.cfg.budget.stop_margin is None and runner.cfg.budget.stop_at is None
+    assert optimizer.settings.stop_margin is None
+    assert optimizer.settings.research.censored.stopped_objective == "minimum"
+    assert "keeps the budget it started with" in out.getvalue()
+    assert "no run stopped over it" in out.getvalue()

@@ -34,7 +34,7 @@ from tuner.core.curves import CurveModel
 from tuner.core.trial import Status
 from tuner.loop.simulator import OBJECTIVE
 from tuner.loop.stopping import ASHA, CurveRule, Fidelity, PaceBudget, asha_rule
-from tuner.study.defaults import STUDY_OPTIMIZER_DEFAULTS
+from tuner.study.defaults import RUNTIME_STOP_MARGIN, STUDY_OPTIMIZER_DEFAULTS
 
 from .peers import (GZERO, STUDY_2026_11_26, STUDY_NAME, Adapter, OptunaAdapter, Suggestion,
                     syne_tune_space)
@@ -319,7 +319,7 @@ def extra_budget(problem: Any) -> dict[str, Any]:
     """A budgeted problem's constraint and ``stop_margin``, as ``tuner run`` sets them."""
     if problem.budget is None:
         return {}
-    return {"constraints": [problem.constraint], "stop_margin": 1.0}
+    return {"constraints": [problem.constraint], "stop_margin": RUNTIME_STOP_MARGIN}
 
 
 def worker_seconds(

@@ -74,8 +74,8 @@ def one_run(suite: str, problem: str, workers: int, method: str, seed: int,
             from .metrics import run_metrics
             from .peers import ABLATION
 
-            ABLATION[CANDIDATE] = {**ABLATION["study"], **overrides}
-            name = CANDIDATE if method == CANDIDATE else "study"
+            ABLATION["study-candidate"] = {**ABLATION["study"], **overrides}
+            name = "study-candidate" if method == CANDIDATE else "study"
             p = get_problem(problem)
             row = run_metrics(harness_run(p, workers, name, seed), p, p.horizon(workers))
         else:

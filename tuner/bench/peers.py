@@ -25,7 +25,7 @@ import numpy as np
 from tuner import PAPER_EXACT, Optimizer, Settings
 from tuner.core.settings import by_name
 from tuner.core.constraints import Constraint
-from tuner.study.defaults import STUDY_OPTIMIZER_DEFAULTS
+from tuner.study.defaults import RUNTIME_STOP_MARGIN, STUDY_OPTIMIZER_DEFAULTS
 
 from .problems import Problem
 
@@ -397,6 +397,9 @@ def make_method(method: str, problem: Problem, seed: int) -> Any:
         cons = [problem.constraint] if problem.constraint and method not in BLIND else []
         settings = PROJECT[method] if method in PROJECT else ABLATION[method]
         settings = {k: v(problem) if callable(v) else v for k, v in settings.items()}
+        if method.startswith("study") and cons and problem.budget is not None:
+            # a study stops a run past its wall-time budget, as ``tuner run`` does
+            settings.setdefault("stop_margin", RUNTIME_STOP_MARGIN)
         return Optimizer(problem.space,
                          Settings.from_dict({**settings, "seed": seed, "constraints": cons}))
     if method == "optuna-tpe":

@@ -39,7 +39,8 @@ import yaml
 from tuner.core.fields import Field
 from tuner.loop.stopping import Fidelity
 
-from .defaults import DEFAULT_STUDY, EARLIER_DEFAULT_BUDGETS, study_optimizer_defaults
+from .defaults import (DEFAULT_STUDY, EARLIER_DEFAULT_BUDGETS, RUNTIME_STOP_MARGIN,
+                       study_optimizer_defaults)
 from .schema import (BUDGET_SCHEMA, EARLY_STOPPING_SCHEMA, FIDELITY_SCHEMA, MLFLOW_SCHEMA,
                      OBJECTIVE_SCHEMA, RAY_SCHEMA, REFERENCES, RUN_OVERRIDES, RUN_SCHEMA,
                      STUDY_SCHEMA, TORCH_TRAINABLES, Budget, ConfigError, EarlyStopping,
@@ -334,6 +335,8 @@ def _budget_section(data: Any) -> Budget:
     if isinstance(ref, str) and ref not in REFERENCES:
         raise ConfigError(f"budget.reference: must be one of {list(REFERENCES)} or a mapping of "
                           f"hyperparameters (got {ref!r})")
+    if budget["stop_margin"] == "auto":
+        budget["stop_margin"] = RUNTIME_STOP_MARGIN if budget["metric"] == "runtime" else None
     if budget["stop_margin"] is not None and budget["metric"] != "runtime":
         raise ConfigError(f"budget.stop_margin: needs budget.metric: runtime (a run is stopped "
                           f"by the wall time it has run; its {budget['metric']} is known only "
@@ -351,6 +354,18 @@ def _mlflow_section(data: Any) -> MlflowSection:
     if out["tracking_uri"] is None:
         out["tracking_uri"] = os.environ.get("MLFLOW_TRACKING_URI") or "sqlite:///mlflow.db"
     return MlflowSection(**out)
+
+
+def earlier_unset_stop(saved: Mapping[str, Any] | None, now: Budget | None) -> bool:
+    """``saved`` is a wall-time budget of a study started before a study stopped runs past one
+    (``budget.stop_margin: auto``, 2026-12-06), with no stop, and ``now`` the same budget with
+    the stop ``auto`` gives today: a resumed study keeps ``saved``
+    (``StudyConfig.with_saved_budget``), as it keeps the other settings of when it started."""
+    if not saved or now is None or saved.get("metric") != "runtime":
+        return False
+    return (saved.get("stop_margin") is None and now.stop_margin == RUNTIME_STOP_MARGIN
+            and all(saved.get(k) == getattr(now, k)
+                    for k in ("limit", "reference", "metric", "pace_margin")))
 
 
 def earlier_default_budget(saved: Mapping[str, Any] | None, now: Budget | None) -> bool:

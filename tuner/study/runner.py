@@ -48,7 +48,7 @@ from .callbacks import CURVES_CSV, Curves, SaveState, ShowProgress, TrialTable, 
 from .defaults import DEFAULT_STUDY, study_optimizer_defaults
 from .lock import StudyLock
 from .schema import ConfigError, StudyConfig
-from .config import earlier_default_budget
+from .config import earlier_default_budget, earlier_unset_stop
 from .disk import DISK_ERRORS, StudyUnwritable, unwritable
 from .executor import Executor
 from .progress import Progress
@@ -357,6 +357,12 @@ class StudyRunner:
             self.progress.message(f"--resume: the study keeps the budget it started with: "
                                   f"{budget_text(cfg.budget)} (the built-in study's budget is now "
                                   f"{DEFAULT_STUDY['budget']['metric']})")
+        elif earlier_unset_stop(old_budget, cfg.budget):       # ... or a wall-time budget's stop
+            self.cfg = cfg = cfg.with_saved_budget(old_budget)
+            self.progress.message(f"--resume: the study keeps the budget it started with: "
+                                  f"{budget_text(cfg.budget)}, no run stopped over it (a "
+                                  f"wall-time budget now stops a run at 1.5 x the limit: "
+                                  f"budget.stop_margin)")
         elif cfg.budget_pending and old_budget.get("seconds") is not None:
             # a relative budget keeps the limit measured when the study started
             self.cfg = cfg = cfg.with_budget(old_budget["seconds"],

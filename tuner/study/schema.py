@@ -49,8 +49,9 @@ BUDGET_SCHEMA = {
     "metric": Field((str,), "runtime", BUDGET_METRICS, doc="What the budget bounds: `runtime` "
                     "(wall seconds around the training function, in the worker), `cpu_time` "
                     "(the worker's CPU seconds) or `train_time` (the fit time the trial reports)."),
-    "stop_margin": Field((float, None), None, minimum=0, doc="Stop a run once it passes the "
-                         "limit x (1 + margin) (`metric: runtime` only); null: never."),
+    "stop_margin": Field((float, None), "auto", minimum=0, words=("auto",), doc="Stop a run "
+                         "once it passes the limit x (1 + margin) (`metric: runtime` only); "
+                         "null: never; `auto`: 0.5 with `metric: runtime`, else never."),
     "pace_margin": Field((float, None), 0.0, minimum=0, doc="Runs that report progress: stop "
                          "one whose pace puts its full length over the limit by more than this "
                          "share; null: no pace stops."),
