@@ -140,6 +140,11 @@ def score(v: Any) -> float:
     return x if math.isfinite(x) else -1e300
 
 
+def shown(value: float) -> str:
+    """A median score in the report: 4 digits, or ``none`` where nothing was feasible."""
+    return "none" if value <= -1e299 else f"{value:.4g}"
+
+
 def check(rows: Sequence[Mapping[str, Any]], alpha: float = 0.05
           ) -> tuple[list[str], list[tuple[str, int, str]], list[tuple[str, int, str]]]:
     """The report's lines and the (problem, W, horizon) where the candidate is behind today's
@@ -170,12 +175,12 @@ def check(rows: Sequence[Mapping[str, Any]], alpha: float = 0.05
                 better.append((p, w, h))
                 mark = " better"
             seeds = sorted(set(a) & set(b))
-            cells.append(f"{np.median([a[s] for s in seeds]):.4g} / "
-                         f"{np.median([b[s] for s in seeds]):.4g}{mark}")
+            cells.append(f"{shown(np.median([a[s] for s in seeds]))} / "
+                         f"{shown(np.median([b[s] for s in seeds]))}{mark}")
         lines.append(f"| {p} | {w} | {len(set(new) & set(old))} | {' | '.join(cells)} |")
     total = len(pairs) * len(HORIZONS)
     head = [f"candidate / today's default, median best score over the seeds both ran; "
-            f"paired Wilcoxon, p < {alpha:g}",
+            f"none: nothing feasible; paired Wilcoxon, p < {alpha:g}",
             f"worse beyond the seeds' spread: {len(worse)} of {total} (problem, W, horizon); "
             f"better: {len(better)}", ""]
     tail = [""] + [f"worse: {p}, W = {w}, {h}" for p, w, h in worse]
