@@ -126,10 +126,11 @@ def test_a_trial_past_its_budget_is_stopped_and_counts_as_a_violation(ray_sessio
 
 
 def test_with_no_trial_within_the_budget_the_best_one_over_it_is_shown(ray_session, tmp_path):
-    # Runs of 0.15-0.6 s against a 0.05 s budget, never stopped: all finish, all over budget.
+    # Runs of 0.15-0.6 s against a 0.05 s budget, never stopped (stop_margin: null): all
+    # finish, all over budget.
     cfg = load_study(
         study(tmp_path, study="tight", trainable_options={"time_scale": 0.3, "cv": 0.1},
-              budget={"limit": 0.05}, run={"trials": 4, "max_concurrent": 2})
+              budget={"limit": 0.05, "stop_margin": None}, run={"trials": 4, "max_concurrent": 2})
     )
     result, printed = run_quietly(cfg)
     assert result.count("FINISHED") == 4 and result.diagnosis is None

@@ -205,6 +205,8 @@ ABLATION: dict[str, dict[str, Any]] = {
     "study-none-or-copula": {**STUDY, "output_warp": "none-or-copula"},
     # the Optimizer's defaults with both (not its default: mixed there, see the results README)
     "tuner-gpm": {"constraint_prior_mean": "mean", "constraint_pending": "mean"},
+    # a study's defaults with half the exploration weight (a constrained start)
+    "study-b0.5": {**STUDY, "beta": 0.5},
     # a study's defaults blind to the problem's constraint (how fast a study starts without it)
     "study-blind": STUDY,
 }
