@@ -62,6 +62,21 @@ def instance_scores(cells: dict[tuple[str, int, str], list[dict[str, Any]]]
     return out
 
 
+def against_best_peer(scores: dict[tuple[str, int, str, str], dict[str, float]], family: str,
+                      w: int, h: str, ours: str, methods: Sequence[str]) -> str:
+    """`` (vs PEER, the best other mean: ahead on a, behind on b of n instances)``, or ``""``
+    without another method."""
+    others = [m for m in methods if m != ours]
+    if not others:
+        return ""
+    peer = max(others, key=lambda m: np.mean(list(scores[(family, w, m, h)].values())))
+    mine, theirs = scores[(family, w, ours, h)], scores[(family, w, peer, h)]
+    common = sorted(set(mine) & set(theirs))
+    up = sum(mine[i] > theirs[i] + 1e-9 for i in common)
+    down = sum(mine[i] < theirs[i] - 1e-9 for i in common)
+    return f" (vs {peer}: ahead on {up}, behind on {down} of {len(common)} instances)"
+
+
 def report(paths: Sequence[Path], ours: str, alpha: float = 0.05) -> tuple[str, int, int]:
     """The markdown report, and how many (family, W, horizon) ``ours`` is best or tied on, of
     how many.
@@ -92,7 +107,8 @@ def report(paths: Sequence[Path], ours: str, alpha: float = 0.05) -> tuple[str, 
                 total += 1
                 ok += not ahead
                 verdict.append(f"{label}: " + ("best or tied" if not ahead
-                                               else "behind " + ", ".join(ahead)))
+                                               else "behind " + ", ".join(ahead))
+                               + against_best_peer(scores, family, w, h, ours, methods))
             lines += ["", f"{ours}: " + "; ".join(verdict)]
         lines.append("")
     head = [f"Mean over instances of the normalized median best score (0: a random "
