@@ -45,7 +45,7 @@ from tuner.loop.loop import FailFast, Limits, StopOnSignal, StudyFailed, StudyLo
 from .budget import (NothingFitsWarning, budget_text, measure_budget, reference_config,
                      replay_stopping, stopping_rules)
 from .callbacks import CURVES_CSV, Curves, SaveState, ShowProgress, TrialTable, read_curves
-from .defaults import DEFAULT_STUDY, study_optimizer_defaults
+from .defaults import DEFAULT_STUDY, RUNTIME_STOP_MARGIN, study_optimizer_defaults
 from .lock import StudyLock
 from .schema import ConfigError, StudyConfig
 from .config import earlier_default_budget, earlier_unset_stop
@@ -361,8 +361,8 @@ class StudyRunner:
             self.cfg = cfg = cfg.with_saved_budget(old_budget)
             self.progress.message(f"--resume: the study keeps the budget it started with: "
                                   f"{budget_text(cfg.budget)}, no run stopped over it (a "
-                                  f"wall-time budget now stops a run at 1.5 x the limit: "
-                                  f"budget.stop_margin)")
+                                  f"wall-time budget now stops a run at "
+                                  f"{1 + RUNTIME_STOP_MARGIN:g} x the limit: budget.stop_margin)")
         elif cfg.budget_pending and old_budget.get("seconds") is not None:
             # a relative budget keeps the limit measured when the study started
             self.cfg = cfg = cfg.with_budget(old_budget["seconds"],

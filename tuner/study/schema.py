@@ -16,6 +16,8 @@ from tuner.core import fields
 from tuner.core.fields import Field
 from tuner.loop.stopping import Fidelity
 
+from .defaults import RUNTIME_STOP_MARGIN
+
 if TYPE_CHECKING:
     from tuner.core.settings import Settings
 
@@ -51,7 +53,8 @@ BUDGET_SCHEMA = {
                     "(the worker's CPU seconds) or `train_time` (the fit time the trial reports)."),
     "stop_margin": Field((float, None), "auto", minimum=0, words=("auto",), doc="Stop a run "
                          "once it passes the limit x (1 + margin) (`metric: runtime` only); "
-                         "null: never; `auto`: 0.5 with `metric: runtime`, else never."),
+                         f"null: never; `auto`: {RUNTIME_STOP_MARGIN:g} with `metric: runtime`, "
+                         "else never."),
     "pace_margin": Field((float, None), 0.0, minimum=0, doc="Runs that report progress: stop "
                          "one whose pace puts its full length over the limit by more than this "
                          "share; null: no pace stops."),
