@@ -213,6 +213,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--family-instances", type=int, default=5,
                     help="instances of each problem family (tuner.bench.families), from the "
                          "split --split (default 5, from the tuning split)")
+    ap.add_argument("--families", nargs="*", choices=FAMILIES, default=list(FAMILIES),
+                    help="the problem families whose instances run (default: all)")
     ap.add_argument("--split", choices=("tuning", "held-out"), default="tuning")
     ap.add_argument("--workers", nargs="*", type=int, default=[4, 16])
     ap.add_argument("--seeds", type=int, default=10)
@@ -231,7 +233,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not isinstance(candidate, dict):
             ap.error("--candidate must be a JSON object of settings, e.g. '{\"kernel\": \"se\"}'")
         problems = harness_problems() if args.problems is None else list(args.problems)
-        problems += [p for f in FAMILIES for p in instances(f, args.split, args.family_instances)]
+        problems += [p for f in args.families for p in instances(f, args.split, args.family_instances)]
         curves = curve_problems() if args.curve_problems is None else args.curve_problems
         bad = invalid(candidate, problems, curves)
         if bad:
