@@ -138,3 +138,27 @@ def test_a_study_stops_a_run_half_past_its_wall_time_budget_unless_told_otherwis
     assert (never.budget.stop_at, never.settings.stop_margin) == (None, None)
     told = load_study({**base, "budget": {"limit": 10.0, "metric": "runtime", "stop_margin": 1}})
     assert told.budget.stop_at == 20.0
+
+
+def test_a_study_of_categories_only_picks_its_runs_by_log_ei_and_says_so():
+    """``algorithm: auto`` (a study's default): log EI on a space of categoricals only with at
+    most 4 runs at once, GP-UCB with more, with a float among the parameters, with a budget, or
+    when the config names an algorithm; the banner
+    and the tracked params name the algorithm that runs, not ``auto``."""
+    from tuner.study.report import banner
+    from tuner.study.tracking import study_params
+
+    cats = {"act": ["relu", "tanh"], "width": {"type": "categorical", "choices": [16, 32, 64]}}
+    base = {"study": "cats", "trainable": "logreg"}
+    only = load_study({**base, "space": cats})
+    assert only.settings.algorithm == "auto" and only.algorithm == "gp-ei-sdf"
+    assert ", gp-ei-sdf, " in banner(only, "local Ray", [])
+    assert study_params(only)["algorithm"] == "gp-ei-sdf"
+    mixed = load_study({**base, "space": {**cats, "C": {"type": "float", "low": 0.1, "high": 1}}})
+    assert mixed.algorithm == "gp-ucb-sdf"
+    budgeted = load_study({**base, "space": cats, "budget": {"limit": 5.0, "metric": "runtime"}})
+    assert budgeted.algorithm == "gp-ucb-sdf"
+    named = load_study({**base, "space": cats, "optimizer": {"algorithm": "gp-ts-sdf"}})
+    assert named.algorithm == "gp-ts-sdf"
+    wide = load_study({**base, "space": cats, "run": {"max_concurrent": 8}})
+    assert wide.algorithm == "gp-ucb-sdf"

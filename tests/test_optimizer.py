@@ -82,6 +82,40 @@ def test_log_ei_is_exact_where_ei_is_representable_and_still_ranks_where_it_unde
     assert np.all(np.isfinite(v)) and np.all(np.diff(v) > 0)
 
 
+def test_auto_is_log_ei_on_categories_only_in_a_small_pool_and_gp_ucb_sdf_elsewhere():
+    """``algorithm="auto"`` suggests what ``gp-ei-sdf`` suggests on a space of categoricals
+    only while at most 3 trials run, and what ``gp-ucb-sdf`` suggests in a wider pool, with a
+    float among the parameters or with a constraint."""
+    cats = {"a": ["x", "y", "z"], "b": ["p", "q"],
+            "c": {"type": "categorical", "choices": [1, 2, 3, 4]}}
+    mixed = {**cats, "lr": {"type": "float", "low": 1e-3, "high": 1.0, "log": True}}
+    budget = [{"metric": "runtime", "limit": 1.0, "type": "budget", "runtime": True}]
+
+    def score(c):
+        return ({"x": 0.1, "y": 0.5, "z": 0.3}[c["a"]] + (c["b"] == "q") * 0.2
+                + 0.1 * c["c"] + 0.3 * (c["a"] == "y" and c["c"] == 2) + 0.2 * c.get("lr", 0))
+
+    def run(space, algorithm, pool=1, **kw):
+        """Suggestions with ``pool`` trials out at once, the oldest told first."""
+        opt = Optimizer(space, algorithm=algorithm, seed=4, clock=SimClock(), **kw)
+        out, picked = [], []
+        for _ in range(16):
+            s = opt.suggest()
+            out.append(s)
+            picked.append(s.config)
+            if len(out) == pool:
+                done = out.pop(0)
+                opt.tell(done.trial_id, score(done.config), {"runtime": 0.5} if kw else None)
+        return picked
+
+    assert run(cats, "auto") == run(cats, "gp-ei-sdf") != run(cats, "gp-ucb-sdf")
+    assert run(cats, "auto", pool=4) == run(cats, "gp-ei-sdf", pool=4)
+    assert run(cats, "auto", pool=5) == run(cats, "gp-ucb-sdf", pool=5) != run(
+        cats, "gp-ei-sdf", pool=5)
+    assert run(mixed, "auto") == run(mixed, "gp-ucb-sdf")
+    assert run(cats, "auto", constraints=budget) == run(cats, "gp-ucb-sdf", constraints=budget)
+
+
 @pytest.mark.parametrize("algo", ["gp-ucb-sdf", "gp-ts-sdf", "gp-ei-sdf"])
 def test_finds_the_optimum_of_a_smooth_2d_function(algo):
     space = {"a": {"type": "float", "low": 0, "high": 1},

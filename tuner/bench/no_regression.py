@@ -233,7 +233,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not isinstance(candidate, dict):
             ap.error("--candidate must be a JSON object of settings, e.g. '{\"kernel\": \"se\"}'")
         problems = harness_problems() if args.problems is None else list(args.problems)
-        problems += [p for f in args.families for p in instances(f, args.split, args.family_instances)]
+        problems += [p for f in args.families
+                     for p in instances(f, args.split, args.family_instances)]
         curves = curve_problems() if args.curve_problems is None else args.curve_problems
         bad = invalid(candidate, problems, curves)
         if bad:

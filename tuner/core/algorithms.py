@@ -14,6 +14,10 @@ asy-ts             ts          ignore        Kandasamy et al. 2018, baseline of 
 random             random      -             random search
 =================  ==========  ============  =========================================
 
+``auto`` (a study's default, ``chosen_algorithm``) is ``gp-ei-sdf`` on a space of categoricals
+only, without constraints or a context, while at most 3 trials run, and ``gp-ucb-sdf``
+otherwise; it is chosen at each suggestion.
+
 "censor + nu": pending trials enter the GP at the objective's minimum and the exploration
 weight gets the delay term of eq. 2; the baselines use nu_t = beta_t; log EI has no weight.
 ``research.censoring`` says how: ``hard`` with the GP's own noise (eq. 1 as printed), ``soft``
@@ -51,6 +55,35 @@ ALGORITHMS: dict[str, Algorithm] = {
               Algorithm("asy-ts", "ts", "ignore", False),
               Algorithm("random", "random", "ignore", False))
 }
+
+
+# The name that picks one of ALGORITHMS by the space and the pool (``chosen_algorithm``).
+AUTO = "auto"
+# ``auto`` uses log EI on a space of categoricals only while at most this many trials run.
+EI_POOL = 3
+
+
+def chosen_algorithm(name: str, categorical_only: bool, constrained: bool, context: bool,
+                     running: int | None = None) -> str:
+    """The algorithm ``name`` stands for: itself, or for ``auto`` log EI (``gp-ei-sdf``) on a
+    space of categoricals only, without constraints or a context, while at most ``EI_POOL``
+    trials run, and ``gp-ucb-sdf`` otherwise.  There UCB's exploration weight spends late
+    trials on categories the GP already rules out; in a wide pool eq. 2's delay term, which
+    log EI lacks, spreads the many running trials (docs/research/notes/method.md "Log EI on
+    spaces of categories").
+
+    Args:
+        name: an algorithm's name (``ALGORITHMS``) or ``auto``.
+        categorical_only: every searched parameter is a categorical.
+        constrained: the study has black-box constraints.
+        context: the study has a context (paper 001 §5).
+        running: the trials running as the choice is made; None: a wide pool.
+    """
+    if name.lower() != AUTO:
+        return name
+    small = running is not None and running <= EI_POOL
+    return ("gp-ei-sdf" if categorical_only and small and not constrained and not context
+            else "gp-ucb-sdf")
 
 
 def get_algorithm(name: str) -> Algorithm:

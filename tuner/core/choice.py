@@ -11,7 +11,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from . import acquisition as acq
-from .algorithms import Algorithm
+from .algorithms import Algorithm, chosen_algorithm, get_algorithm
 from .censoring import Finals, Window, censored_targets, counted, predicted_variances
 from .constraint_estimates import ConstraintEstimates
 from .constraints import feasible
@@ -113,7 +113,7 @@ class Chooser:
     @blas_threads      # every BLAS call of a suggestion on one thread (gp.blas_threads)
     def choose(self, now: float, t: int, z: np.ndarray | None = None) -> np.ndarray:
         """x_t maximizing the estimate (with a context, over x at (x, z_t): 001 §5)."""
-        s, algo = self.settings, self.algorithm
+        s, algo = self.settings, self.at_pool(len(self.ledger.live))
         m, done = self.usable(now, t)
         self.maybe_subset(t, lambda: done, choosing=True)
         self.scale.choose(done, self.objective, self.view.X, self.n_initial, self.subset_active)
@@ -121,7 +121,7 @@ class Chooser:
         beta = self.exploration.beta_t(self.objective.gp_all, t)
         nu = self.exploration.nu(post=post, trials=self.ledger.trials,
                                  running=self.ledger.live.values(), m=m, now=now, t=t, beta=beta,
-                                 bound=s.research.exploration.b_y)
+                                 bound=s.research.exploration.b_y, algorithm=algo)
         kind = algo.estimate
         if z is not None and s.research.search.new_context == "mean" and self.contexts.is_new(
                 z, self.ledger.trials, done):
@@ -161,6 +161,14 @@ class Chooser:
         if self.estimates.constraints:
             self.estimates.after_choice(t, x, g_ests, f_bound)
         return x
+
+    def at_pool(self, running: int) -> Algorithm:
+        """The algorithm of this suggestion: the optimizer's, or with ``algorithm: auto`` the
+        one ``chosen_algorithm`` takes with ``running`` trials running."""
+        name = chosen_algorithm(self.settings.algorithm, self.space.categorical_only,
+                                bool(self.estimates.constraints), self.contexts is not None,
+                                running)
+        return self.algorithm if name == self.algorithm.name else get_algorithm(name)
 
     def _plugin_incumbent(self, post: Posterior, done: Sequence[Trial], joint: np.ndarray,
                           z: np.ndarray | None, k: int = 256) -> float:

@@ -48,10 +48,12 @@ class Exploration:
         return self._beta(t + 1, info_gain)
 
     def nu(self, post: Posterior, trials: Sequence[Trial], running: Iterable[Trial], m: float,
-           now: float, t: int, beta: float, bound: float) -> float:
+           now: float, t: int, beta: float, bound: float,
+           algorithm: Algorithm | None = None) -> float:
         """nu_t = beta_t + bound * sum of sigma over pending trials in the window (eq. 2);
-        ``running``: the running trials among ``trials`` (only they can be pending)."""
-        if not self.algorithm.delay_bonus:
+        ``running``: the running trials among ``trials`` (only they can be pending);
+        ``algorithm``: this suggestion's, if not the optimizer's (``algorithm: auto``)."""
+        if not (algorithm or self.algorithm).delay_bonus:
             return beta
         if self.settings.research.exploration.nu_terms == "pending":
             terms = [tr for tr in running if pending_in_window(tr, m, self.unit, now, t)]

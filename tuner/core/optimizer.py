@@ -34,7 +34,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 import numpy as np
 
-from .algorithms import get_algorithm
+from .algorithms import chosen_algorithm, get_algorithm
 from .censoring import Window
 from .choice import Chooser
 from .constraint_estimates import ConstraintEstimates, Sampler
@@ -94,7 +94,12 @@ class Optimizer:
         inputs = self.space if self.contexts is None else self.contexts.joint   # the GP's inputs
         self.settings = s = overridden(settings, overrides)
         s.validate()
-        self.algorithm = get_algorithm(s.algorithm)
+        # ``auto``: gp-ucb-sdf here, the one the model and views are built for; the chooser
+        # may take log EI at a suggestion (``chosen_algorithm``), which censors running trials
+        # the same way
+        self.algorithm = get_algorithm(chosen_algorithm(s.algorithm, self.space.categorical_only,
+                                                        bool(s.constraints),
+                                                        self.contexts is not None))
         self.window = Window(s.window_unit, s.window)
         self.clock = clock
         self.rng = np.random.default_rng(s.seed)

@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from .algorithms import ALGORITHMS
+from .algorithms import ALGORITHMS, AUTO
 from .censoring import UNITS, Window
 from .constraints import HANDLERS, Constraint, make_handler
 from .fields import check_keys, check_section, schema, setting
@@ -34,8 +34,10 @@ class Settings:
         "gp-ucb-sdf", "How the next configuration is chosen: `gp-ucb-sdf` (GP-UCB with censored "
         "feedback, paper 001 eq. 2), `gp-ts-sdf` (Thompson sampling, eq. 3), `randgp-ucb` "
         "(paper 003), `gp-ei-sdf` (log EI on the censored GP); the baselines `gp-ucb`, "
-        "`asy-ts` (ignore running trials), `gp-bucb`, `gp-bts` (hallucinate them), `random`.",
-        (str,), choices=lambda: sorted(ALGORITHMS))
+        "`asy-ts` (ignore running trials), `gp-bucb`, `gp-bts` (hallucinate them), `random`; "
+        "`auto`: `gp-ei-sdf` on a space of categoricals only without constraints or a context, "
+        "`gp-ucb-sdf` elsewhere.",
+        (str,), choices=lambda: [*sorted(ALGORITHMS), AUTO])
     mode: str = setting("max", "`max` or `min`imize the objective.", (str,),
                         choices=("max", "min"))
     objective_bounds: tuple[float, float] | None = setting(

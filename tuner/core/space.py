@@ -246,6 +246,11 @@ class SearchSpace:
     def names(self) -> list[str]:
         return list(self.params)
 
+    @property
+    def categorical_only(self) -> bool:
+        """Every parameter is a categorical (``tuner.core.algorithms.chosen_algorithm``)."""
+        return all(p.kind == "categorical" for p in self.params.values())
+
     def encode(self, config: Mapping[str, Any]) -> np.ndarray:
         missing = [k for k in self.params if k not in config]
         if missing:

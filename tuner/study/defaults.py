@@ -30,9 +30,12 @@ from tuner.core.algorithms import get_algorithm
 # study"); a run-time budget bounds a configuration's mean run time, not its median (half the
 # budget GP's noise variance added to its log-scale mean, "A budget on the mean run time"); a run
 # stopped past a wall-time budget (``RUNTIME_STOP_MARGIN``) enters the objective's GP at the
-# posterior mean there, not at the minimum ("Stopping runs past a wall-time budget").
+# posterior mean there, not at the minimum ("Stopping runs past a wall-time budget"); on a space
+# of categoricals only, without a constraint or a context, log EI picks the next configuration
+# instead of UCB (``algorithm: auto``, "Log EI on spaces of categories").
 # The bare Optimizer keeps its own defaults.
-STUDY_OPTIMIZER_DEFAULTS: dict[str, Any] = {"output_warp": "auto", "kernel": "matern52",
+STUDY_OPTIMIZER_DEFAULTS: dict[str, Any] = {"algorithm": "auto", "output_warp": "auto",
+                                            "kernel": "matern52",
                                             "noise_floor": 1e-3, "believe_past": 3,
                                             "running_objective": "auto",
                                             "finish_by_deadline": True,

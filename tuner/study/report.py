@@ -74,7 +74,7 @@ def banner(cfg: StudyConfig, where: str, restart: list[int]) -> str:
     subset = ("" if until is None or cfg.run.trials <= until else
               f", exact GP up to {until} trials, then on a subset of {cfg.settings.subset_size}")
     goal = f"{'maximize' if cfg.objective.mode == 'max' else 'minimize'} {cfg.objective.metric}"
-    return (f"study {cfg.study}: {goal}; {cfg.trainable}, {cfg.settings.algorithm}{subset}, "
+    return (f"study {cfg.study}: {goal}; {cfg.trainable}, {cfg.algorithm}{subset}, "
             f"{cfg.run.trials} trials, {cfg.run.max_concurrent} at once on {where}{budget}"
             f"{_stopping(cfg)}{context}{again}; MLflow {cfg.mlflow.tracking_uri} experiment "
             f"'{cfg.experiment}'")

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from tuner.core import fields
+from tuner.core.algorithms import chosen_algorithm
 from tuner.core.fields import Field
 from tuner.loop.stopping import Fidelity
 
@@ -280,6 +281,18 @@ class StudyConfig:
     def directory(self) -> Path:
         """The study's folder: state, journal, trial table, best trial, plots."""
         return Path(self.output) / self.study
+
+    @property
+    def algorithm(self) -> str:
+        """The algorithm that picks the study's runs: ``settings.algorithm``, with ``auto``
+        resolved by the space, the budget, the context and a full pool's ``max_concurrent - 1``
+        trials running as a worker frees (``tuner.core.algorithms.chosen_algorithm``)."""
+        from tuner.core.space import SearchSpace
+
+        return chosen_algorithm(self.settings.algorithm,
+                                SearchSpace.from_dict(self.space).categorical_only,
+                                bool(self.settings.constraints) or self.budget is not None,
+                                self.context is not None, self.run.max_concurrent - 1)
 
     @property
     def budget_pending(self) -> bool:

@@ -47,7 +47,7 @@ class Tracker(Protocol):
 
 def study_params(cfg: StudyConfig) -> dict[str, Any]:
     """The parent run's params (the budget's follow in ``log_budget`` once it is measured)."""
-    return {"trainable": cfg.trainable, "algorithm": cfg.settings.algorithm,
+    return {"trainable": cfg.trainable, "algorithm": cfg.algorithm,
             "objective": cfg.objective.metric, "mode": cfg.objective.mode,
             "trials": cfg.run.trials, "max_concurrent": cfg.run.max_concurrent,
             "cpus_per_trial": cfg.run.cpus_per_trial, "seed": cfg.run.seed,

@@ -251,8 +251,10 @@ class TunerSearch(Searcher):
             the space (the tuner's mapping format), ``context`` is this experiment's value of
             it; earlier results, with the contexts they ran at, come in through
             ``add_evaluated_point(..., context=...)``.
-        algorithm: ``gp-ucb-sdf`` (default), ``gp-ts-sdf``, ``randgp-ucb``, ``gp-ei-sdf``,
-            ``gp-ucb``, ``gp-bucb``, ``gp-bts``, ``asy-ts``, ``random``.
+        algorithm: ``auto`` (default: ``gp-ei-sdf`` on a space of categoricals only without
+            constraints or a context, ``gp-ucb-sdf`` elsewhere), ``gp-ucb-sdf``, ``gp-ts-sdf``,
+            ``randgp-ucb``, ``gp-ei-sdf``, ``gp-ucb``, ``gp-bucb``, ``gp-bts``, ``asy-ts``,
+            ``random``.
         objective_bounds: known ``(min, max)`` of the metric, if any.
         seed: seed of the optimizer's random numbers.
         budget: a per-trial budget on ``budget_metric`` (seconds for the default
@@ -289,7 +291,7 @@ class TunerSearch(Searcher):
 
     def __init__(self, space: Mapping[str, Any] | SearchSpace | None = None,
                  metric: str | None = None, mode: str | None = None,
-                 points_to_evaluate: list[dict] | None = None, algorithm: str = "gp-ucb-sdf",
+                 points_to_evaluate: list[dict] | None = None, algorithm: str = "auto",
                  objective_bounds=None, seed: int = 0, budget: float | None = None,
                  budget_metric: str = "time_total_s", time_attr: str = "training_iteration",
                  max_t: float | None = None, evaluated_rewards: list | None = None,
