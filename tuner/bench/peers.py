@@ -163,6 +163,10 @@ ABLATION: dict[str, dict[str, Any]] = {
     # a study's defaults with log EI (constrained EI with a budget), and SE constraint GPs
     "study-ei": {**STUDY, "algorithm": "gp-ei-sdf"},
     "study-ei-gse": {**STUDY, "algorithm": "gp-ei-sdf", "constraint_kernel": "se"},
+    # GP-UCB-SDF on every space (a study's algorithm until 2026-12-06, before ``auto``)
+    "study-ucb": {**STUDY, "algorithm": "gp-ucb-sdf"},
+    # log EI on the GP of the scores as they are (no rank warp)
+    "study-ei-nowarp": {**STUDY, "algorithm": "gp-ei-sdf", "output_warp": "none"},
     # a run-time budget on the median run time (budget_bound: median, a study's default until
     # 2026-11-29; "study" now bounds the mean: g's mean plus half the GP's noise variance)
     "study-budget-median": {**STUDY, "budget_bound": "median"},
