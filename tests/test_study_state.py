@@ -276,6 +276,28 @@ def test_a_thompson_study_with_a_context_started_with_the_rank_warp_resumes_with
             '(the default is now "none")') in out.getvalue()
 
 
+def test_a_study_of_categories_started_with_gp_ucb_sdf_resumes_with_it(tmp_path):
+    """A study of categoricals only saved when a study's algorithm was ``gp-ucb-sdf`` goes on
+    picking by UCB after ``auto`` became the default (log EI there), and says so."""
+    import dataclasses
+
+    from tuner.core.settings import Settings
+    from tuner.study.config import load_study
+
+    today = load_study({"study": "cats", "trainable": "svm", "output": str(tmp_path),
+                        "space": {"C": {"type": "categorical", "choices": [0.1, 1.0, 10.0]},
+                                  "gamma": {"type": "categorical", "choices": [1e-3, 1e-2]}},
+                        "objective": {"metric": "accuracy", "mode": "max"}})
+    assert today.algorithm == "gp-ei-sdf"
+    before = dataclasses.replace(today, settings=Settings.from_dict(
+        {**today.settings.to_dict(), "algorithm": "gp-ucb-sdf"}))
+    optimizer, runner, out = resumed_after_an_upgrade(before, today, Clock())
+    assert optimizer.settings.algorithm == "gp-ucb-sdf"
+    assert runner.cfg.algorithm == "gp-ucb-sdf"
+    assert ('keeps the settings it started with: optimizer.algorithm = "gp-ucb-sdf" '
+            '(the default is now "auto")') in out.getvalue()
+
+
 def test_a_study_started_when_auto_meant_none_or_copula_resumes_with_it(tmp_path):
     """A study without a budget saved with ``output_warp: auto`` before auto became
     tail-or-copula there (its state names no rule) goes on with the rule it ran, and says so."""
