@@ -284,10 +284,12 @@ def calibration(gp: Any, g: np.ndarray, runs: np.ndarray, levels: np.ndarray,
                 n_levels: int) -> np.ndarray:
     """How much wider the model's predictive spread must be, at each ``step_level``, to cover
     what it did not see: the root mean square of the leave-one-run-out standardized errors of
-    the examples at that level, at least 1.  A level's mean square is shrunk towards the
-    pooled one over every level as if ``CALIBRATION_PRIOR`` of its examples were at the pooled
-    value: a run's value after its first epochs says less of its final value than after most
-    of them, and one factor for every level makes the early spread too narrow.
+    the examples at that level, and at least the one over every level (and 1).  A level's mean
+    square is shrunk towards the pooled one as if ``CALIBRATION_PRIOR`` of its examples were at
+    the pooled value.  A run's value after its first epochs says less of its final value than
+    after most of them: one factor for every level made the early spread too narrow, and the
+    best run of the CNN table was stopped at epoch 2.  A level never gets narrower than the
+    pooled factor: stopping more runs late was not measured to pay.
 
     With K^-1 from the GP's factor, leaving run r's block B out gives the residuals
     (K^-1)_BB^-1 (K^-1 g)_B and their covariance (K^-1)_BB^-1, K with the noise (Rasmussen &
@@ -318,7 +320,7 @@ def calibration(gp: Any, g: np.ndarray, runs: np.ndarray, levels: np.ndarray,
     total = np.bincount(levels, weights=z2, minlength=n_levels)
     count = np.bincount(levels, minlength=n_levels)
     per_level = (total + CALIBRATION_PRIOR * pooled) / (count + CALIBRATION_PRIOR)
-    return np.maximum(1.0, np.sqrt(per_level))
+    return np.maximum(max(1.0, math.sqrt(pooled)), np.sqrt(per_level))
 
 
 def step_level(step: float) -> int:
