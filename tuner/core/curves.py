@@ -194,8 +194,7 @@ class CurveModel:
                 self._fitted_at = len(self.done)
             gp = GaussianProcess(self.kernel, self.hyper)
             gp.reset(X)
-            self._cache = (self._version, gp, r, beta,
-                           calibration(gp, r, runs, *example_levels(X, self.max_step)))
+            self._cache = (self._version, gp, r, beta, calibration(gp, r, runs))
         return self._cache[1:]
 
     def final(self, x: np.ndarray, step: float, value: float) -> tuple[float, float]:
@@ -220,9 +219,8 @@ class CurveModel:
         m, var = Posterior(gp, r, gp).predict(U)
         m = m + trend(U, self.max_step) @ beta
         noise = self.hyper.noise
-        widen = scale[example_levels(U, self.max_step)[0]]
-        return [(float(v + mi), float(w * math.sqrt(max(vi, 0.0) + noise)))
-                for v, mi, vi, w in zip(values, m, var, widen)]
+        return [(float(v + mi), scale * float(math.sqrt(max(vi, 0.0) + noise)))
+                for v, mi, vi in zip(values, m, var)]
 
     def predicted_finals(self, trial_ids: list[int]) -> list[tuple[float, float] | None]:
         """Partial runs' predicted final values, as (mean, standard deviation) from each run's
@@ -245,20 +243,13 @@ class CurveModel:
         return [self._predicted[t][1] if t in last else None for t in trial_ids]
 
 
-def example_levels(X: np.ndarray, max_step: float) -> tuple[np.ndarray, int]:
-    """Each example's ``step_level`` (from its input s = ln k / ln max_step) and the number of
-    levels below ``max_step``."""
-    levels = max(1, math.ceil(math.log2(max_step))) if max_step > 1 else 1
-    scale = math.log2(max_step) if max_step > 1 else 0.0
-    at = np.clip(np.floor(X[:, -2] * scale + 1e-9), 0, levels - 1).astype(int)
-    return at, levels
-
-
 def trend(X: np.ndarray, max_step: float) -> np.ndarray:
     """The gain's trend terms: per ``step_level`` of the kept step k (1, 2, 4, ... below
     ``max_step``), 1 and y_k (the last two inputs are s = ln k / ln max_step and y_k)."""
-    at, levels = example_levels(X, max_step)
-    y = X[:, -1]
+    levels = max(1, math.ceil(math.log2(max_step))) if max_step > 1 else 1
+    s, y = X[:, -2], X[:, -1]
+    scale = math.log2(max_step) if max_step > 1 else 0.0
+    at = np.clip(np.floor(s * scale + 1e-9), 0, levels - 1).astype(int)     # ``step_level``
     F = np.zeros((len(X), 2 * levels))
     F[np.arange(len(X)), 2 * at] = 1.0
     F[np.arange(len(X)), 2 * at + 1] = y
@@ -276,51 +267,30 @@ def trend_coefficients(F: np.ndarray, g: np.ndarray, ridge: float = 1e-3) -> np.
     return np.linalg.solve(F.T @ F + ridge * np.eye(F.shape[1]), F.T @ g)
 
 
-# the calibration of a level counts as this many examples at the pooled value (``calibration``)
-CALIBRATION_PRIOR = 5
-
-
-def calibration(gp: Any, g: np.ndarray, runs: np.ndarray, levels: np.ndarray,
-                n_levels: int) -> np.ndarray:
-    """How much wider the model's predictive spread must be, at each ``step_level``, to cover
-    what it did not see: the root mean square of the leave-one-run-out standardized errors of
-    the examples at that level, and at least the one over every level (and 1).  A level's mean
-    square is shrunk towards the pooled one as if ``CALIBRATION_PRIOR`` of its examples were at
-    the pooled value.  A run's value after its first epochs says less of its final value than
-    after most of them: one factor for every level made the early spread too narrow, and the
-    best run of the CNN table was stopped at epoch 2.  A level never gets narrower than the
-    pooled factor: stopping more runs late was not measured to pay.
+def calibration(gp: Any, g: np.ndarray, runs: np.ndarray) -> float:
+    """How much wider the model's predictive spread must be to cover what it did not see: the
+    root mean square of the leave-one-run-out standardized errors of its examples, at least 1.
 
     With K^-1 from the GP's factor, leaving run r's block B out gives the residuals
     (K^-1)_BB^-1 (K^-1 g)_B and their covariance (K^-1)_BB^-1, K with the noise (Rasmussen &
     Williams 2006, eq. 5.12, per block), so the check costs one inverse.  The examples of one
     run share its curve: leaving them out one at a time would let the run's other points vouch
     for it.
-
-    Args:
-        gp: the model's GP on the examples.
-        g: the examples' targets (the gains the trend leaves).
-        runs: the run each example came from.
-        levels: each example's ``step_level`` (``example_levels``).
-        n_levels: the number of levels.
     """
     from scipy.linalg import cho_solve
 
     n = len(g)
     if n < 2 or len(set(runs.tolist())) < 3:
-        return np.ones(n_levels)
+        return 1.0
     Kinv = cho_solve((gp.L, True), np.eye(n))
     alpha = Kinv @ g
-    z2 = np.zeros(n)
+    z2 = []
     for r in set(runs.tolist()):
         B = np.flatnonzero(runs == r)
         cov = np.linalg.inv(Kinv[np.ix_(B, B)])
-        z2[B] = (cov @ alpha[B]) ** 2 / np.diag(cov)
-    pooled = float(np.mean(z2))
-    total = np.bincount(levels, weights=z2, minlength=n_levels)
-    count = np.bincount(levels, minlength=n_levels)
-    per_level = (total + CALIBRATION_PRIOR * pooled) / (count + CALIBRATION_PRIOR)
-    return np.maximum(max(1.0, math.sqrt(pooled)), np.sqrt(per_level))
+        resid = cov @ alpha[B]
+        z2 += list(resid ** 2 / np.diag(cov))
+    return max(1.0, float(math.sqrt(np.mean(z2))))
 
 
 def step_level(step: float) -> int:
