@@ -35,8 +35,8 @@ class Settings:
         "feedback, paper 001 eq. 2), `gp-ts-sdf` (Thompson sampling, eq. 3), `randgp-ucb` "
         "(paper 003), `gp-ei-sdf` (log EI on the censored GP); the baselines `gp-ucb`, "
         "`asy-ts` (ignore running trials), `gp-bucb`, `gp-bts` (hallucinate them), `random`; "
-        "`auto`: `gp-ei-sdf` on a space of categoricals only without constraints or a context, "
-        "`gp-ucb-sdf` elsewhere.",
+        "`auto`: `gp-ei-sdf` on a space of categoricals only without constraints or a context "
+        "while at most 3 trials run, `gp-ucb-sdf` otherwise (chosen at each suggestion).",
         (str,), choices=lambda: [*sorted(ALGORITHMS), AUTO])
     mode: str = setting("max", "`max` or `min`imize the objective.", (str,),
                         choices=("max", "min"))

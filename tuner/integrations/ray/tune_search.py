@@ -252,7 +252,8 @@ class TunerSearch(Searcher):
             it; earlier results, with the contexts they ran at, come in through
             ``add_evaluated_point(..., context=...)``.
         algorithm: ``auto`` (default: ``gp-ei-sdf`` on a space of categoricals only without
-            constraints or a context, ``gp-ucb-sdf`` elsewhere), ``gp-ucb-sdf``, ``gp-ts-sdf``,
+            constraints or a context while at most 3 trials run, ``gp-ucb-sdf`` otherwise),
+            ``gp-ucb-sdf``, ``gp-ts-sdf``,
             ``randgp-ucb``, ``gp-ei-sdf``, ``gp-ucb``, ``gp-bucb``, ``gp-bts``, ``asy-ts``,
             ``random``.
         objective_bounds: known ``(min, max)`` of the metric, if any.
