@@ -613,11 +613,15 @@ def test_tuner_scheduler_with_metric_mode_time_attr_and_max_t_alone(ray_session,
     result, and lets the configuration with the highest final score finish."""
     from tuner.integrations.ray import TunerScheduler
 
+    from ray.tune.search.basic_variant import BasicVariantGenerator
+
     scheduler = TunerScheduler(metric="score", mode="max", time_attr="epoch", max_t=9)
     tuner = tune.Tuner(
         saturating_run,
         param_space={"lr": tune.loguniform(1e-4, 1.0)},
         tune_config=tune.TuneConfig(scheduler=scheduler, num_samples=20,
+                                    # Ray's random search, seeded: the same 20 configurations
+                                    search_alg=BasicVariantGenerator(random_state=0),
                                     max_concurrent_trials=2, reuse_actors=True),
         run_config=tune.RunConfig(name="dropin", storage_path=str(tmp_path), verbose=0),
     )
