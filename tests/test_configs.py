@@ -143,8 +143,8 @@ def test_a_study_stops_a_run_half_past_its_wall_time_budget_unless_told_otherwis
 def test_a_study_of_categories_only_picks_its_runs_by_log_ei_and_says_so():
     """``algorithm: auto`` (a study's default): log EI on a space of categoricals only with at
     most 4 runs at once, GP-UCB with more, with a float among the parameters, with a budget, or
-    when the config names an algorithm; the banner
-    and the tracked params name the algorithm that runs, not ``auto``."""
+    when the config names an algorithm; the banner and the tracked params name the algorithm
+    that runs, not ``auto``."""
     from tuner.study.report import banner
     from tuner.study.tracking import study_params
 

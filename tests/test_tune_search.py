@@ -611,9 +611,9 @@ def test_tuner_scheduler_with_metric_mode_time_attr_and_max_t_alone(ray_session,
     """The drop-in for Ray's ASHAScheduler in a real Tuner run with Ray's random search: the
     scheduler is handed no space and no searcher; it stops runs early, says why in their last
     result, and lets the configuration with the highest final score finish."""
-    from tuner.integrations.ray import TunerScheduler
-
     from ray.tune.search.basic_variant import BasicVariantGenerator
+
+    from tuner.integrations.ray import TunerScheduler
 
     scheduler = TunerScheduler(metric="score", mode="max", time_attr="epoch", max_t=9)
     tuner = tune.Tuner(
