@@ -2,8 +2,9 @@
 the learning-curve benchmark's run (``tuner.bench.curves``, the same simulation and seeds), the
 runs of the table's configuration with the best mean final accuracy, the recorded seed each drew
 (its own final accuracy), and, for a run the rule stopped, where it stopped and what the curve
-model predicted there.  Answers why stopping costs the result on the CNN table: the benchmark
-credits a finished run with its configuration's mean over the recorded seeds.
+model predicted there.  Answers why stopping costs the result on the CNN table at W = 16: the
+best configuration is at chance at epoch 2, the rule stops its first run there on many seeds, and
+the search does not come back to it.
 
     python scripts/studies/best_config_stops.py --problem cnn-table --workers 16 --seeds 20
 """
@@ -82,7 +83,7 @@ def main() -> None:
         line = (f"seed {seed}: best credited {r['best']:.4f} (the best configuration's mean "
                 f"{r['best_mean']:.4f}); its runs {len(r['runs'])}")
         if first is not None:
-            t, own, status, stop = first
+            _, own, status, stop = first
             line += f"; the first drew a seed ending at {own:.4f} and was {status.name}"
             if stop is not None:
                 step, value, best, why = stop

@@ -253,9 +253,8 @@ class TunerSearch(Searcher):
             ``add_evaluated_point(..., context=...)``.
         algorithm: ``auto`` (default: ``gp-ei-sdf`` on a space of categoricals only without
             constraints or a context while at most 3 trials run, ``gp-ucb-sdf`` otherwise),
-            ``gp-ucb-sdf``, ``gp-ts-sdf``,
-            ``randgp-ucb``, ``gp-ei-sdf``, ``gp-ucb``, ``gp-bucb``, ``gp-bts``, ``asy-ts``,
-            ``random``.
+            ``gp-ucb-sdf``, ``gp-ts-sdf``, ``randgp-ucb``, ``gp-ei-sdf``, ``gp-ucb``,
+            ``gp-bucb``, ``gp-bts``, ``asy-ts``, ``random``.
         objective_bounds: known ``(min, max)`` of the metric, if any.
         seed: seed of the optimizer's random numbers.
         budget: a per-trial budget on ``budget_metric`` (seconds for the default
